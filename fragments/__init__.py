@@ -1,0 +1,1 @@
+"""Algorithm building blocks: networks, distributions, losses, and the algorithms."""

@@ -1,0 +1,96 @@
+"""Losses and return estimators, time-major, in the naming of rlax (``_t``: at step ``t``).
+
+Shapes are ``[T, B]`` unless stated; every function is batched over ``B`` already.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def generalized_advantage_estimation(
+    r_t: jax.Array,
+    v_t: jax.Array,
+    v_next_t: jax.Array,
+    terminated_t: jax.Array,
+    truncated_t: jax.Array,
+    gamma: float,
+    lam: float,
+) -> tuple[jax.Array, jax.Array]:
+    """GAE(γ, λ) with episode boundaries inside the window. Schulman et al. (2016), arXiv:1506.02438.
+
+    Step ``t`` moves from ``s_t`` to ``s'_t`` with reward ``r_t``; ``v_next_t = V(s'_t)`` is the
+    value of the state actually reached (the final state of an episode that ended at ``t``).
+
+        δ_t = r_t + γ (1 − terminated_t) V(s'_t) − V(s_t)
+        A_t = δ_t + γ λ (1 − done_t) A_{t+1},      done_t = terminated_t ∨ truncated_t
+
+    A terminal state is worth zero, so termination does not bootstrap; truncation does (from the
+    final observation) but, like termination, stops the λ-sum from crossing into the next episode.
+    Beyond the window, ``A_T = 0``: the last step's estimate is its one-step TD error.
+
+    Args:
+      r_t, v_t, v_next_t: ``[T, B]`` floats.
+      terminated_t, truncated_t: ``[T, B]`` booleans.
+    Returns:
+      ``(advantages, returns)`` both ``[T, B]``; ``returns = advantages + v_t`` (value targets).
+    """
+    not_terminal = 1.0 - terminated_t.astype(r_t.dtype)
+    continues = 1.0 - jnp.logical_or(terminated_t, truncated_t).astype(r_t.dtype)
+    delta_t = r_t + gamma * not_terminal * v_next_t - v_t
+
+    def backward(a_next, xs):
+        delta, cont = xs
+        a = delta + gamma * lam * cont * a_next
+        return a, a
+
+    _, advantages = jax.lax.scan(
+        backward, jnp.zeros_like(delta_t[0]), (delta_t, continues), reverse=True
+    )
+    return advantages, advantages + v_t
+
+
+def normalize(x: jax.Array, eps: float = 1e-8) -> jax.Array:
+    """``(x − mean) / (std + eps)`` over all elements."""
+    return (x - x.mean()) / (x.std() + eps)
+
+
+def clipped_surrogate_loss(
+    log_prob: jax.Array, log_prob_old: jax.Array, advantages: jax.Array, epsilon: float
+) -> tuple[jax.Array, jax.Array]:
+    """PPO's clipped objective, as a loss to minimise. Schulman et al. (2017), arXiv:1707.06347.
+
+        ρ = exp(log π(a|s) − log π_old(a|s))
+        L = −E[min(ρ A, clip(ρ, 1 − ε, 1 + ε) A)]
+
+    Returns ``(loss, clip_fraction)`` where ``clip_fraction`` is the share of samples with
+    ``|ρ − 1| > ε``. Any batch shape.
+    """
+    ratio = jnp.exp(log_prob - log_prob_old)
+    unclipped = ratio * advantages
+    clipped = jnp.clip(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
+    loss = -jnp.minimum(unclipped, clipped).mean()
+    clip_fraction = (jnp.abs(ratio - 1.0) > epsilon).astype(jnp.float32).mean()
+    return loss, clip_fraction
+
+
+def clipped_value_loss(
+    value: jax.Array, value_old: jax.Array, target: jax.Array, epsilon: float
+) -> jax.Array:
+    """PPO's clipped value loss (as in OpenAI baselines' ``ppo2``):
+
+        V_clip = V_old + clip(V − V_old, −ε, ε)
+        L = ½ E[max((V − G)², (V_clip − G)²)]
+
+    The target ``G`` is treated as a constant. Any batch shape.
+    """
+    target = jax.lax.stop_gradient(target)
+    value_clipped = value_old + jnp.clip(value - value_old, -epsilon, epsilon)
+    return 0.5 * jnp.maximum((value - target) ** 2, (value_clipped - target) ** 2).mean()
+
+
+def approx_kl(log_prob: jax.Array, log_prob_old: jax.Array) -> jax.Array:
+    """Low-variance estimator of KL(π_old ‖ π): E[(ρ − 1) − log ρ]. Schulman (2020), "Approximating KL"."""
+    log_ratio = log_prob - log_prob_old
+    return ((jnp.exp(log_ratio) - 1.0) - log_ratio).mean()

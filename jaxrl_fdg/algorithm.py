@@ -1,0 +1,100 @@
+"""What an algorithm is: fragments built from a context, plus a registry of algorithms by name.
+
+An algorithm supplies an actor and a learner fragment; the environment fragment comes from the
+environment registry. Algorithms never see the fusion mode: the same ``build`` serves all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from jaxrl_fdg.envs.spaces import Space
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.fragment import Fragment, Role
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmContext:
+    """Static facts an algorithm needs to build its fragments.
+
+    Attributes:
+      observation_space, action_space: of a single environment.
+      num_envs: environments stepped in parallel (the batch axis ``B``).
+      rollout_len: steps per rollout (the time axis ``T``).
+      num_iterations: rollout + update iterations in the whole run (for schedules).
+      hparams: the algorithm's own hyperparameter dataclass.
+    """
+
+    observation_space: Space
+    action_space: Space
+    num_envs: int
+    rollout_len: int
+    num_iterations: int
+    hparams: Any
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.rollout_len
+
+
+class Algorithm(NamedTuple):
+    """The algorithm-specific fragments of the graph."""
+
+    name: str
+    actor: Fragment
+    learner: Fragment
+
+    def check(self) -> None:
+        for frag, role in ((self.actor, Role.ACTOR), (self.learner, Role.LEARNER)):
+            if frag.role is not role:
+                raise ValueError(f"fragment {frag.name!r} has role {frag.role.value}, expected {role.value}")
+
+
+class AlgorithmSpec(NamedTuple):
+    """A registered algorithm.
+
+    Attributes:
+      name: registry key (``--algo``).
+      hparams: a frozen dataclass type of hyperparameters; its fields become CLI flags.
+      build: ``AlgorithmContext -> Algorithm``.
+      check: ``AlgorithmContext -> None``; raises :class:`ConfigError` for a bad combination
+        (for example a batch that does not divide into minibatches) before anything compiles.
+      summary: one line for ``jaxrl-fdg list``.
+    """
+
+    name: str
+    hparams: type
+    build: Callable[[AlgorithmContext], Algorithm]
+    check: Callable[[AlgorithmContext], None]
+    summary: str
+
+
+# Built-in algorithms are imported on first use, so importing the core stays light.
+_BUILTIN = {"ppo": "jaxrl_fdg.fragments.ppo:SPEC"}
+_REGISTRY: dict[str, AlgorithmSpec] = {}
+
+
+def register(spec: AlgorithmSpec) -> None:
+    if spec.name in _REGISTRY or spec.name in _BUILTIN:
+        raise ValueError(f"algorithm {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+
+
+def registered() -> tuple[str, ...]:
+    return tuple(sorted({*_BUILTIN, *_REGISTRY}))
+
+
+def get(name: str) -> AlgorithmSpec:
+    """The spec registered as ``name``; a :class:`ConfigError` naming close matches otherwise."""
+    if name in _BUILTIN:
+        module, attr = _BUILTIN[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    close = difflib.get_close_matches(name, registered(), n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    raise ConfigError(f"unknown algorithm {name!r}{hint} (valid: {', '.join(registered())})")

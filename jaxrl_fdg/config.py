@@ -1,0 +1,237 @@
+"""Run configuration: a frozen dataclass, validated once, before anything compiles.
+
+``TrainConfig`` holds what shapes the program (sizes, names, the fusion mode) plus the algorithm's
+hyperparameter overrides. :func:`resolve` checks every value and builds the objects the run needs;
+all its errors are :class:`ConfigError` naming the value and, where finite, the valid choices.
+Derived numbers (iterations, batch size) are computed, never written back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import tomli_w
+
+from jaxrl_fdg import algorithm as algorithms
+from jaxrl_fdg import envs, validate
+from jaxrl_fdg.algorithm import AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.fusion import FUSION_MODES
+
+# Host boundaries per run when ``log_every`` is left at 0 (auto).
+AUTO_BOUNDARIES = 25
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run.
+
+    Attributes:
+      algo: registered algorithm name (``jaxrl-fdg list``).
+      env: registered environment name.
+      fusion: one of ``eager | step | fragment | iteration | scan``.
+      total_steps: environment-step budget; the run does ``total_steps // (num_envs × rollout_len)``
+        whole iterations.
+      num_envs: environments stepped in parallel.
+      rollout_len: steps per environment per iteration.
+      seed: the run's only source of randomness.
+      out: parent folder of run folders; ``None`` writes nothing.
+      run_name: the run folder's name (default: ``{algo}-{env}-{fusion}-s{seed}-{time}``).
+      log_every: iterations between host boundaries (progress, metrics); 0 chooses about
+        ``AUTO_BOUNDARIES`` boundaries per run. In ``scan`` mode it is also the number of
+        iterations fused into one program call.
+      progress: show live progress while training.
+      hparams: overrides of the algorithm's hyperparameters, by field name.
+    """
+
+    algo: str = "ppo"
+    env: str = "CartPole-v1"
+    fusion: str = "scan"
+    total_steps: int = 500_000
+    num_envs: int = 4
+    rollout_len: int = 128
+    seed: int = 0
+    out: str | None = "runs"
+    run_name: str | None = None
+    log_every: int = 0
+    progress: bool = True
+    hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def steps_per_iteration(self) -> int:
+        return self.num_envs * self.rollout_len
+
+    @property
+    def num_iterations(self) -> int:
+        return self.total_steps // self.steps_per_iteration
+
+    @property
+    def boundary_every(self) -> int:
+        if self.log_every:
+            return min(self.log_every, self.num_iterations)
+        return max(1, -(-self.num_iterations // AUTO_BOUNDARIES))
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        return dataclasses.replace(self, **changes)
+
+
+class Resolved(NamedTuple):
+    """A validated configuration and what it names."""
+
+    config: TrainConfig
+    spec: AlgorithmSpec
+    hparams: Any
+    env: envs.Environment
+    env_params: Any
+    context: AlgorithmContext
+
+
+def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
+    """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms)."""
+    spec = spec if spec is not None else algorithms.get(config.algo)
+    try:
+        envs.check_name(config.env)
+    except envs.UnknownEnvironmentError as e:
+        raise ConfigError(str(e)) from None
+    validate.choice("fusion mode", config.fusion, FUSION_MODES)
+    for name in ("total_steps", "num_envs", "rollout_len"):
+        validate.positive_int(name, getattr(config, name))
+    validate.non_negative("log_every", config.log_every)
+    if not isinstance(config.seed, int) or isinstance(config.seed, bool):
+        raise ConfigError(f"seed must be an integer, got {config.seed!r}")
+    if config.total_steps < config.steps_per_iteration:
+        raise ConfigError(
+            f"total_steps = {config.total_steps} is less than one iteration "
+            f"(num_envs × rollout_len = {config.steps_per_iteration})"
+        )
+    hparams = make_hparams(spec, config.hparams)
+    env, env_params = envs.make(config.env)
+    context = AlgorithmContext(
+        observation_space=env.observation_space(env_params),
+        action_space=env.action_space(env_params),
+        num_envs=config.num_envs,
+        rollout_len=config.rollout_len,
+        num_iterations=config.num_iterations,
+        hparams=hparams,
+    )
+    spec.check(context)
+    return Resolved(config, spec, hparams, env, env_params, context)
+
+
+def make_hparams(spec: AlgorithmSpec, overrides: Mapping[str, Any]) -> Any:
+    """The algorithm's hyperparameter dataclass with ``overrides`` applied and type-checked."""
+    fields = {f.name: f for f in dataclasses.fields(spec.hparams)}
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown {spec.name} hyperparameter(s) {', '.join(unknown)} "
+            f"(valid: {', '.join(fields)})"
+        )
+    hints = typing.get_type_hints(spec.hparams)
+    values = {k: coerce(k, v, hints[k]) for k, v in overrides.items()}
+    return spec.hparams(**values)
+
+
+def coerce(name: str, value: Any, annotation: Any) -> Any:
+    """Convert ``value`` (from a file or the command line) to the field's type, or explain."""
+    origin = typing.get_origin(annotation)
+    try:
+        if annotation is bool:
+            if isinstance(value, str):
+                lowered = value.lower()
+                if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                return lowered in ("true", "1", "yes")
+            if not isinstance(value, bool):
+                raise ValueError
+            return value
+        if annotation is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if annotation is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if annotation is str:
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+        if origin is tuple:
+            (item,) = {a for a in typing.get_args(annotation) if a is not Ellipsis}
+            if isinstance(value, str):
+                value = [v for v in value.split(",") if v.strip()]
+            return tuple(coerce(name, v, item) for v in value)
+    except (TypeError, ValueError):
+        type_name = getattr(annotation, "__name__", str(annotation))
+        raise ConfigError(f"{name} must be of type {type_name}, got {value!r}") from None
+    return value
+
+
+# -- files -----------------------------------------------------------------------------------
+
+_TOP_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+def from_mapping(data: Mapping[str, Any], source: str = "config") -> TrainConfig:
+    """Build a ``TrainConfig`` from a mapping (as read from a file); unknown keys are errors."""
+    unknown = sorted(set(data) - _TOP_FIELDS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown key(s) {', '.join(unknown)} (valid: {', '.join(sorted(_TOP_FIELDS))})"
+        )
+    hints = typing.get_type_hints(TrainConfig)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "hparams":
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{source}: hparams must be a table, got {value!r}")
+            values[key] = dict(value)
+        elif key in ("out", "run_name") and value in (None, ""):
+            values[key] = None
+        else:
+            annotation = hints[key]
+            base = str if key in ("out", "run_name") else annotation
+            try:
+                values[key] = coerce(key, value, base)
+            except ConfigError as e:
+                raise ConfigError(f"{source}: {e}") from None
+    return TrainConfig(**values)
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read a ``.toml`` or ``.json`` config file into a mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        if path.suffix == ".toml":
+            return tomllib.loads(path.read_text())
+        if path.suffix == ".json":
+            return json.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"config file {str(path)!r} is not valid {path.suffix[1:]}: {e}") from None
+    raise ConfigError(f"config file {str(path)!r} must end in .toml or .json")
+
+
+def to_mapping(resolved: Resolved) -> dict[str, Any]:
+    """The fully resolved configuration, every hyperparameter spelled out (for the run folder)."""
+    data = dataclasses.asdict(resolved.config)
+    data["hparams"] = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in dataclasses.asdict(resolved.hparams).items()
+    }
+    # The run folder's own name is not part of what the run computes: a re-run gets a new one.
+    data.pop("run_name")
+    # TOML has no null: leave unset optional values out; loading restores the default (None).
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def dump_toml(data: Mapping[str, Any]) -> str:
+    return tomli_w.dumps(data)

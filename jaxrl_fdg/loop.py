@@ -1,0 +1,159 @@
+"""The on-policy loop as pure functions: one policy call, one env step, a rollout, an update.
+
+Every fusion mode is built from exactly these functions, so every mode computes the same thing;
+the modes differ only in where the compilation boundaries fall:
+
+    iteration = begin ; rollout_step × T (each = act ; env) ; stack ; learn
+
+Random keys are split inside these functions, never by the caller, so the key stream does not
+depend on how the pieces are compiled.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl_fdg.algorithm import Algorithm
+from jaxrl_fdg.env_fragment import ENV_OUTPUTS
+from jaxrl_fdg.fragment import Fragment, call, published
+from jaxrl_fdg.graph import Graph
+
+Metrics = dict[str, jax.Array]
+
+_ENV_FIELDS = ("reward", "terminated", "truncated", "next_observation")
+
+
+class Transition(NamedTuple):
+    """One step of experience; a trajectory is a ``Transition`` of arrays ``[T, B, ...]``.
+
+    ``next_observation`` is the observation the step actually reached (the final one of an episode
+    that ended), so a learner can bootstrap on truncation. ``extras`` holds the actor's outputs
+    besides the action (log-probabilities, values, ...); ``info`` the env's other outputs.
+    """
+
+    observation: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    next_observation: jax.Array
+    extras: dict[str, jax.Array]
+    info: dict[str, jax.Array]
+
+
+class LoopState(NamedTuple):
+    """The graph state (``{fragment name: state}``), the key stream and the iteration counter."""
+
+    fragments: dict[str, Any]
+    key: jax.Array
+    iteration: jax.Array
+
+
+class Loop:
+    """Rollout of ``rollout_len`` steps of env∘actor, then one learner update, as pure functions."""
+
+    def __init__(self, env: Fragment, algorithm: Algorithm, rollout_len: int):
+        algorithm.check()
+        self.env_frag = env
+        self.actor = algorithm.actor
+        self.learner = algorithm.learner
+        self.rollout_len = rollout_len
+        self.graph = Graph.build(algorithm.name, (env, self.actor, self.learner), rollout_len)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def init(self, key: jax.Array) -> LoopState:
+        key, *keys = jax.random.split(key, 4)
+        frags = (self.env_frag, self.actor, self.learner)
+        states = {f.name: f.init(k) for f, k in zip(frags, keys, strict=True)}
+        return LoopState(states, key, jnp.zeros((), jnp.int32))
+
+    def check_state(self, state: LoopState) -> None:
+        self.graph.check_state(state.fragments)
+
+    # -- the pieces every fusion mode is built from -----------------------------------------
+
+    def begin(self, state: LoopState) -> tuple[LoopState, jax.Array, jax.Array]:
+        """Split the iteration's keys: ``(state with next key, rollout key, learn key)``."""
+        key, k_rollout, k_learn = jax.random.split(state.key, 3)
+        return state._replace(key=key), k_rollout, k_learn
+
+    def act(self, states: dict, key: jax.Array):
+        """One policy call: ``(states, actor outputs, observation acted on, env key, next key)``."""
+        key, k_act, k_env = jax.random.split(key, 3)
+        edges = self._published(states)
+        actor_state, out = call(self.actor, states[self.actor.name], edges, k_act)
+        return {**states, self.actor.name: actor_state}, out, edges["observation"], k_env, key
+
+    def env_step(self, states: dict, actor_out: dict, key: jax.Array):
+        """One vectorised environment step: ``(states, env outputs)``."""
+        edges = {**self._published(states), **actor_out}
+        env_state, out = call(self.env_frag, states[self.env_frag.name], edges, key)
+        return {**states, self.env_frag.name: env_state}, out
+
+    def rollout_step(self, carry: tuple[dict, jax.Array], _: Any = None):
+        states, key = carry
+        states, actor_out, obs, k_env, key = self.act(states, key)
+        states, env_out = self.env_step(states, actor_out, k_env)
+        return (states, key), self.transition(obs, actor_out, env_out)
+
+    @staticmethod
+    def transition(observation: jax.Array, actor_out: dict, env_out: dict) -> Transition:
+        extras = {k: v for k, v in actor_out.items() if k != "action"}
+        info = {k: v for k, v in env_out.items() if k not in _ENV_FIELDS}
+        fields = {k: env_out[k] for k in _ENV_FIELDS}
+        return Transition(observation, actor_out["action"], extras=extras, info=info, **fields)
+
+    @staticmethod
+    def stack(transitions: list[Transition]) -> Transition:
+        return jax.tree.map(lambda *xs: jnp.stack(xs), *transitions)
+
+    def rollout(self, state: LoopState) -> tuple[LoopState, Transition, jax.Array]:
+        """``begin`` then ``rollout_len`` steps in a ``lax.scan``: ``(state, trajectory, learn key)``."""
+        state, k_rollout, k_learn = self.begin(state)
+        (states, _), trajectory = jax.lax.scan(
+            self.rollout_step, (state.fragments, k_rollout), length=self.rollout_len
+        )
+        return state._replace(fragments=states), trajectory, k_learn
+
+    def learn(
+        self, state: LoopState, trajectory: Transition, key: jax.Array
+    ) -> tuple[LoopState, Metrics]:
+        """One learner update on the trajectory; metrics include completed-episode statistics."""
+        states = state.fragments
+        edges = {**self._published(states), "trajectory": trajectory}
+        learner_state, out = call(self.learner, states[self.learner.name], edges, key)
+        states = {**states, self.learner.name: learner_state}
+        metrics = {**out["metrics"], **episode_metrics(trajectory)}
+        return LoopState(states, state.key, state.iteration + 1), metrics
+
+    def iteration(self, state: LoopState, _: Any = None) -> tuple[LoopState, Metrics]:
+        state, trajectory, k_learn = self.rollout(state)
+        return self.learn(state, trajectory, k_learn)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _published(self, states: dict) -> dict[str, Any]:
+        edges: dict[str, Any] = {}
+        for frag in (self.env_frag, self.actor, self.learner):
+            edges.update(published(frag, states[frag.name]))
+        return edges
+
+
+def episode_metrics(trajectory: Transition) -> Metrics:
+    """Sums over the episodes that ended inside the trajectory (their count may be zero)."""
+    done = jnp.logical_or(trajectory.terminated, trajectory.truncated)
+    info = trajectory.info
+    metrics = {"episodes": done.sum().astype(jnp.float32)}
+    if "episode_return" in info:
+        metrics["episode_return_sum"] = jnp.where(done, info["episode_return"], 0.0).sum()
+        metrics["episode_length_sum"] = jnp.where(done, info["episode_length"], 0).sum().astype(
+            jnp.float32
+        )
+    return metrics
+
+
+__all__ = ["ENV_OUTPUTS", "Loop", "LoopState", "Transition", "episode_metrics"]

@@ -1,0 +1,182 @@
+"""The runner: validate, build the graph, compile the plan ahead of time, run it, record it.
+
+Host-side work happens at host boundaries only (every ``log_every`` iterations): reading metrics
+back, writing ``metrics.jsonl``, updating progress. Between boundaries the plan runs untouched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from jaxrl_fdg.algorithm import AlgorithmSpec
+from jaxrl_fdg.config import Resolved, TrainConfig, resolve, to_mapping
+from jaxrl_fdg.env_fragment import env_fragment
+from jaxrl_fdg.fusion import make_plan
+from jaxrl_fdg.loop import Loop, LoopState
+from jaxrl_fdg.profiling import Timings, summarize, summary_table
+from jaxrl_fdg.progress import ProgressDisplay
+from jaxrl_fdg.run_folder import RunFolder
+
+_EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
+
+
+class RunResult(NamedTuple):
+    """What :func:`train` returns.
+
+    Attributes:
+      state: the final loop state (graph state, key, iteration).
+      metrics: per-iteration metrics, ``{name: array [num_iterations]}``.
+      summary: what ``summary.json`` holds.
+      run_dir: the run folder, or ``None`` when ``config.out`` is ``None``.
+    """
+
+    state: LoopState
+    metrics: dict[str, np.ndarray]
+    summary: dict[str, Any]
+    run_dir: Any
+
+
+def build_loop(resolved: Resolved) -> Loop:
+    config = resolved.config
+    env = env_fragment(resolved.env, resolved.env_params, config.num_envs)
+    return Loop(env, resolved.spec.build(resolved.context), config.rollout_len)
+
+
+def make_train(
+    config: TrainConfig, spec: AlgorithmSpec | None = None
+) -> Callable[[jax.Array], tuple[LoopState, dict[str, jax.Array]]]:
+    """The whole run as one pure function ``train(key) -> (final state, metrics [iterations])``.
+
+    Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. With
+    ``key = jax.random.key(config.seed)`` it computes what :func:`train` computes.
+    """
+    loop = build_loop(resolve(config, spec))
+
+    def train_fn(key: jax.Array):
+        state = loop.init(key)
+        return jax.lax.scan(loop.iteration, state, length=config.num_iterations)
+
+    return train_fn
+
+
+def train(
+    config: TrainConfig, spec: AlgorithmSpec | None = None, *, print_summary: bool = False
+) -> RunResult:
+    """Train as ``config`` says; write the run folder; return the final state and metrics."""
+    resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
+    loop = build_loop(resolved)
+    timings = Timings()
+    plan = make_plan(config.fusion, loop, timings, chunk=config.boundary_every)
+    folder = RunFolder.create(config) if config.out is not None else None
+    if folder is not None:
+        folder.write_config(to_mapping(resolved))
+
+    with timings.scope("compile:init"):
+        state = loop.init(jax.random.key(config.seed))
+        jax.block_until_ready(state)
+    plan.compile(state)
+
+    label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
+    total = config.num_iterations * config.steps_per_iteration
+    display = ProgressDisplay(total, label, enabled=config.progress)
+    history: list[dict[str, np.ndarray]] = []
+    rows: list[dict[str, Any]] = []
+    status = "interrupted"
+    start = time.perf_counter()
+    try:
+        done = 0
+        while done < config.num_iterations:
+            n = min(config.boundary_every, config.num_iterations - done)
+            window_start = time.perf_counter()
+            state, metrics = plan.advance(state, n)
+            with timings.scope("wait"):
+                jax.block_until_ready(state)
+            done += n
+            with timings.scope("host"):
+                history.append(metrics)
+                row = _row(metrics, done, config, time.perf_counter() - start, window_start)
+                rows.append(row)
+                if folder is not None:
+                    folder.append_metrics(row)
+                display.update(row)
+        status = "completed"
+    finally:
+        run_seconds = time.perf_counter() - start
+        display.close()
+        metrics = _concat(history)
+        timing = summarize(timings, run_seconds)
+        summary = _summary(config, status, rows, metrics, timing)
+        if folder is not None:
+            folder.write_summary(summary)
+            folder.close()
+    if print_summary:
+        print(format_summary(summary))
+    return RunResult(state, metrics, summary, folder.path if folder else None)
+
+
+def _row(metrics, iterations, config, wall, window_start) -> dict[str, Any]:
+    n = len(next(iter(metrics.values())))
+    window_wall = time.perf_counter() - window_start
+    row: dict[str, Any] = {
+        "iteration": iterations,
+        "step": iterations * config.steps_per_iteration,
+        "wall_s": round(wall, 4),
+        "steps_per_s": n * config.steps_per_iteration / max(window_wall, 1e-9),
+    }
+    row.update(_episode_stats(metrics))
+    for key, values in metrics.items():
+        if key not in _EPISODE_KEYS:
+            row[key] = float(np.mean(values))
+    return row
+
+
+def _episode_stats(metrics: dict[str, np.ndarray]) -> dict[str, Any]:
+    episodes = float(np.sum(metrics.get("episodes", 0.0)))
+    stats: dict[str, Any] = {"episodes": int(episodes), "episode_return": None, "episode_length": None}
+    if episodes > 0 and "episode_return_sum" in metrics:
+        stats["episode_return"] = float(np.sum(metrics["episode_return_sum"]) / episodes)
+        stats["episode_length"] = float(np.sum(metrics["episode_length_sum"]) / episodes)
+    return stats
+
+
+def _concat(history: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if not history:
+        return {}
+    return {k: np.concatenate([h[k] for h in history]) for k in history[0]}
+
+
+def _summary(config, status, rows, metrics, timing) -> dict[str, Any]:
+    iterations = rows[-1]["iteration"] if rows else 0
+    steps = iterations * config.steps_per_iteration
+    final = next((r["episode_return"] for r in reversed(rows) if r["episode_return"] is not None), None)
+    return {
+        "status": status,
+        "algo": config.algo,
+        "env": config.env,
+        "fusion": config.fusion,
+        "seed": config.seed,
+        "iterations": iterations,
+        "env_steps": steps,
+        "final_return": final,
+        "steps_per_s": steps / timing["run_s"] if timing["run_s"] > 0 else None,
+        "compile_s": timing["compile_s"],
+        "run_s": timing["run_s"],
+        "timing": timing,
+    }
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    final = summary["final_return"]
+    lines = [
+        f"{summary['status']}: {summary['env_steps']:,} env steps in {summary['run_s']:.2f} s "
+        f"(+{summary['compile_s']:.2f} s compile)",
+        f"final return {'—' if final is None else f'{final:.1f}'}   "
+        f"{(summary['steps_per_s'] or 0):,.0f} env-steps/s",
+        summary_table(summary["timing"]).rstrip(),
+    ]
+    return "\n".join(lines)
