@@ -26,14 +26,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.loop import Loop, LoopState, Metrics
+from jaxrl_fdg.loop import Loop, LoopState
 from jaxrl_fdg.profiling.timers import Timings
 
 FUSION_MODES = ("eager", "step", "fragment", "iteration", "scan")
 
 PROGRAMS = {
     "eager": "none: every op is dispatched from Python (jax.disable_jit)",
-    "step": "[keys] [actor] [env]×T [stack] [learner] per iteration",
+    "step": "[keys]; ([actor] [env])×T; [stack]; [learner] per iteration",
     "fragment": "[rollout: (actor→env)×T] [learner] per iteration",
     "iteration": "[iteration: (actor→env)×T → learner] per iteration",
     "scan": "[scan: ((actor→env)×T → learner) × chunk iterations] per host boundary",
@@ -55,19 +55,31 @@ class Plan:
         self.timings = timings or Timings()
         self._programs: dict[str, Callable] = {}
 
+    def init(self, key: jax.Array) -> LoopState:
+        """The initial loop state (itself a compiled program, except in eager mode)."""
+        with self.timings.scope("compile:init"):
+            init = jax.jit(self.loop.init).lower(key).compile()
+        with self.timings.scope("init"):
+            return init(key)
+
     def compile(self, state: LoopState) -> None:
         """Compile every program for the shapes of ``state`` (charged to ``compile:<name>``)."""
         for name, (fn, args) in self._signatures(state).items():
             with self.timings.scope(f"compile:{name}"):
                 self._programs[name] = jax.jit(fn).lower(*args).compile()
 
-    def advance(self, state: LoopState, n: int) -> tuple[LoopState, dict[str, np.ndarray]]:
-        """Run ``n`` iterations; return the new state and per-iteration metrics ``[n]``."""
-        if not self._programs and self.mode != "eager":
+    def advance(self, state: LoopState, n: int) -> tuple[LoopState, Any]:
+        """Dispatch ``n`` iterations. Returns the new state and the metrics still on the device;
+        :meth:`collect` reads them back (the host waits there, not here)."""
+        if not self._programs:
             self.compile(state)
         with self._context():
-            state, metrics = self._advance(state, n)
-        return state, metrics
+            return self._advance(state, n)
+
+    def collect(self, pending: Any) -> dict[str, np.ndarray]:
+        """Per-iteration metrics ``{name: [n]}`` on the host, from what :meth:`advance` returned."""
+        per_iteration = jax.device_get(pending)
+        return {k: np.stack([m[k] for m in per_iteration]) for k in per_iteration[0]}
 
     # -- per-mode hooks -------------------------------------------------------------------
 
@@ -83,11 +95,6 @@ class Plan:
     def _call(self, name: str, *args: Any):
         with self.timings.scope(name):
             return self._programs[name](*args)
-
-
-def _stack_metrics(per_iteration: list[Metrics]) -> dict[str, np.ndarray]:
-    host = jax.device_get(per_iteration)
-    return {k: np.stack([m[k] for m in host]) for k in host[0]}
 
 
 class _StepPlan(Plan):
@@ -123,7 +130,7 @@ class _StepPlan(Plan):
             trajectory = self._call("stack", transitions)
             state, metrics = self._call("learner", state._replace(fragments=states), trajectory, k_learn)
             per_iteration.append(metrics)
-        return state, _stack_metrics(per_iteration)
+        return state, per_iteration
 
 
 class _EagerPlan(_StepPlan):
@@ -140,6 +147,10 @@ class _EagerPlan(_StepPlan):
             "stack": loop.stack,
             "learner": loop.learn,
         }
+
+    def init(self, key):
+        with self.timings.scope("init"), jax.disable_jit():
+            return self.loop.init(key)
 
     def _context(self):
         return jax.disable_jit()
@@ -161,7 +172,7 @@ class _FragmentPlan(Plan):
             state, trajectory, k_learn = self._call("rollout", state)
             state, metrics = self._call("learner", state, trajectory, k_learn)
             per_iteration.append(metrics)
-        return state, _stack_metrics(per_iteration)
+        return state, per_iteration
 
 
 class _IterationPlan(Plan):
@@ -175,7 +186,7 @@ class _IterationPlan(Plan):
         for _ in range(n):
             state, metrics = self._call("iteration", state)
             per_iteration.append(metrics)
-        return state, _stack_metrics(per_iteration)
+        return state, per_iteration
 
 
 class _ScanPlan(Plan):
@@ -213,7 +224,11 @@ class _ScanPlan(Plan):
         if not 1 <= n <= self.chunk:
             raise ValueError(f"scan plan advances 1..{self.chunk} iterations per call, got {n}")
         state, buffers = self._call("scan", state, np.int32(n))
-        return state, {k: v[:n] for k, v in jax.device_get(buffers).items()}
+        return state, (buffers, n)
+
+    def collect(self, pending):
+        buffers, n = pending
+        return {k: v[:n] for k, v in jax.device_get(buffers).items()}
 
 
 _PLANS = {

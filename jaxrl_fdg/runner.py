@@ -76,9 +76,7 @@ def train(
     if folder is not None:
         folder.write_config(to_mapping(resolved))
 
-    with timings.scope("compile:init"):
-        state = loop.init(jax.random.key(config.seed))
-        jax.block_until_ready(state)
+    state = plan.init(jax.random.key(config.seed))
     plan.compile(state)
 
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
@@ -93,8 +91,9 @@ def train(
         while done < config.num_iterations:
             n = min(config.boundary_every, config.num_iterations - done)
             window_start = time.perf_counter()
-            state, metrics = plan.advance(state, n)
+            state, pending = plan.advance(state, n)
             with timings.scope("wait"):
+                metrics = plan.collect(pending)
                 jax.block_until_ready(state)
             done += n
             with timings.scope("host"):

@@ -64,9 +64,9 @@ class CartPole(Environment[CartPoleState, CartPoleParams]):
         force = jnp.where(action == 1, p.force_mag, -p.force_mag)
         cos, sin = jnp.cos(state.theta), jnp.sin(state.theta)
 
-        temp = (force + polemass_length * state.theta_dot**2 * sin) / total_mass
+        temp = (force + polemass_length * state.theta_dot * state.theta_dot * sin) / total_mass
         theta_acc = (p.gravity * sin - cos * temp) / (
-            p.length * (4.0 / 3.0 - p.masspole * cos**2 / total_mass)
+            p.length * (4.0 / 3.0 - p.masspole * cos * cos / total_mass)
         )
         x_acc = temp - polemass_length * theta_acc * cos / total_mass
 

@@ -1,0 +1,92 @@
+"""Fragments declare their edges; the graph resolves them and refuses what does not fit."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.config import resolve
+from jaxrl_fdg.fragment import call, published
+from jaxrl_fdg.fusion import PROGRAMS
+
+
+def _identity(state, inputs, key):
+    return state, {"y": inputs["x"]}
+
+
+def test_fragment_rejects_bad_declarations():
+    with pytest.raises(ValueError, match="identifier"):
+        rl.fragment("not a name", "actor", _identity)
+    with pytest.raises(ValueError, match="unknown fragment role 'critic'.*actor"):
+        rl.fragment("f", "critic", _identity)
+    with pytest.raises(ValueError, match="duplicate inputs"):
+        rl.fragment("f", "actor", _identity, inputs=("x", "x"))
+
+
+def test_call_checks_inputs_and_outputs():
+    frag = rl.fragment("f", "actor", _identity, inputs=("x",), outputs=("y",))
+    _, out = call(frag, (), {"x": 1, "unused": 2}, jax.random.key(0))
+    assert out == {"y": 1}
+    with pytest.raises(ValueError, match=r"needs input edge\(s\) \['x'\]"):
+        call(frag, (), {}, jax.random.key(0))
+    liar = rl.fragment("g", "actor", _identity, inputs=("x",), outputs=("z",))
+    with pytest.raises(ValueError, match="declared outputs \\['z'\\] but produced \\['y'\\]"):
+        call(liar, (), {"x": 1}, jax.random.key(0))
+    silent = rl.fragment("h", "learner", _identity, publish=lambda s: {"p": s}, published=("q",))
+    with pytest.raises(ValueError, match="published"):
+        published(silent, 0)
+
+
+def _ppo_loop(**changes):
+    return rl.build_loop(resolve(rl.TrainConfig(out=None, **changes)))
+
+
+def test_ppo_graph_edges():
+    graph = _ppo_loop().graph
+    edges = {(e.source, e.target, e.kind) for e in graph.edges}
+    assert edges == {
+        ("actor.action", "env.action", "step"),
+        ("env.observation", "actor.observation", "state"),
+        ("learner.params", "actor.params", "state"),
+        ("rollout.trajectory", "learner.trajectory", "rollout"),
+    }
+
+
+def test_missing_edge_is_named():
+    loop = _ppo_loop()
+    needy = loop.actor._replace(inputs=("observation", "params", "goal"))
+    algo = rl.Algorithm("needy", needy, loop.learner)
+    with pytest.raises(ValueError, match="input edge 'goal' of fragment 'actor' has no producer"):
+        rl.Loop(loop.env_frag, algo, 8)
+
+
+def test_roles_are_checked():
+    loop = _ppo_loop()
+    with pytest.raises(ValueError, match="role learner, expected actor"):
+        rl.Loop(loop.env_frag, rl.Algorithm("x", loop.learner, loop.learner), 8)
+
+
+def test_graph_state_mirrors_graph():
+    loop = _ppo_loop(num_envs=2, rollout_len=4)
+    state = jax.jit(loop.init)(jax.random.key(0))
+    assert sorted(state.fragments) == ["actor", "env", "learner"]
+    loop.check_state(state)
+    with pytest.raises(ValueError, match="do not match the fragments"):
+        loop.check_state(state._replace(fragments={"env": 0, "learner": 0}))
+
+
+def test_describe_lists_nodes_edges_and_programs():
+    text = _ppo_loop().graph.describe(PROGRAMS)
+    for needle in ("actor", "learner", "env.observation", "rollout.trajectory", *rl.FUSION_MODES):
+        assert needle in text
+
+
+def test_loop_transition_shapes():
+    loop = _ppo_loop(num_envs=3, rollout_len=4)
+    state = loop.init(jax.random.key(0))
+    _, trajectory, _ = jax.jit(loop.rollout)(state)
+    assert trajectory.observation.shape == (4, 3, 4)
+    assert trajectory.action.shape == (4, 3)
+    assert set(trajectory.extras) == {"log_prob", "value"}
+    assert set(trajectory.info) == {"episode_return", "episode_length"}
+    assert trajectory.terminated.dtype == jnp.bool_
