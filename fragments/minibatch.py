@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import jax
+import jax.numpy as jnp
 
 S = TypeVar("S")
 
@@ -28,12 +29,28 @@ def minibatch_epochs(
     if size % num_minibatches:
         raise ValueError(f"batch of {size} does not split into {num_minibatches} minibatches")
 
-    def epoch(state, key):
+    # Metrics are summed in the carry as one vector rather than stacked per update: many tiny
+    # per-update outputs give XLA's CPU runtime independent work to spread across threads, which
+    # on small machines costs more than it saves (see docs/decisions.md).
+    minibatch_shape = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct((size // num_minibatches, *x.shape[1:]), x.dtype), batch
+    )
+    _, metric_shapes = jax.eval_shape(update, state, minibatch_shape)
+    names = sorted(metric_shapes)
+
+    def update_and_sum(carry, minibatch):
+        state, sums = carry
+        state, metrics = update(state, minibatch)
+        return (state, sums + jnp.stack([metrics[k] for k in names])), None
+
+    def epoch(carry, key):
         perm = jax.random.permutation(key, size)
         minibatches = jax.tree.map(
             lambda x: x[perm].reshape(num_minibatches, size // num_minibatches, *x.shape[1:]), batch
         )
-        return jax.lax.scan(update, state, minibatches)
+        return jax.lax.scan(update_and_sum, carry, minibatches)[0], None
 
-    state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, epochs))
-    return state, jax.tree.map(lambda m: m.mean(), metrics)
+    sums = jnp.zeros(len(names), jnp.float32)
+    (state, sums), _ = jax.lax.scan(epoch, (state, sums), jax.random.split(key, epochs))
+    means = sums / (epochs * num_minibatches)
+    return state, {k: means[i] for i, k in enumerate(names)}

@@ -105,29 +105,41 @@ class _StepPlan(Plan):
     def _signatures(self, state):
         loop = self.loop
         state_b, k_rollout, k_learn = jax.eval_shape(loop.begin, state)
-        states, actor_out, obs, k_env, _ = jax.eval_shape(loop.act, state.fragments, k_rollout)
-        _, env_out = jax.eval_shape(loop.env_step, states, actor_out, k_env)
-        one = loop.transition(obs, actor_out, env_out)
-        transitions = [one] * loop.rollout_len
+        fixed = loop.fixed_edges(state.fragments)
+        carry = loop.rollout_carry(state.fragments, k_rollout)
+        actor_args = (carry.actor, loop.actor_inputs(fixed, carry), carry.key)
+        _, actor_out, k_env, _ = jax.eval_shape(loop.act, *actor_args)
+        env_args = (carry.env, loop.env_inputs(fixed, carry, actor_out), k_env)
+        _, env_out = jax.eval_shape(loop.env_step, *env_args)
+        transitions = [loop.transition(loop.observation(carry), actor_out, env_out)] * loop.rollout_len
         trajectory = jax.eval_shape(loop.stack, transitions)
         return {
             "keys": (loop.begin, (state,)),
-            "actor": (loop.act, (state.fragments, k_rollout)),
-            "env": (loop.env_step, (states, actor_out, k_env)),
+            "actor": (loop.act, actor_args),
+            "env": (loop.env_step, env_args),
             "stack": (loop.stack, (transitions,)),
             "learner": (loop.learn, (state_b, trajectory, k_learn)),
         }
 
     def _advance(self, state, n):
-        per_iteration = []
+        loop, per_iteration = self.loop, []
         for _ in range(n):
-            state, key, k_learn = self._call("keys", state)
-            states, transitions = state.fragments, []
-            for _ in range(self.loop.rollout_len):
-                states, actor_out, obs, k_env, key = self._call("actor", states, key)
-                states, env_out = self._call("env", states, actor_out, k_env)
-                transitions.append(self.loop.transition(obs, actor_out, env_out))
+            state, k_rollout, k_learn = self._call("keys", state)
+            fixed = loop.fixed_edges(state.fragments)
+            carry, transitions = loop.rollout_carry(state.fragments, k_rollout), []
+            for _ in range(loop.rollout_len):
+                observation = loop.observation(carry)
+                actor_state, actor_out, k_env, key = self._call(
+                    "actor", carry.actor, loop.actor_inputs(fixed, carry), carry.key
+                )
+                carry = carry._replace(actor=actor_state, key=key)
+                env_state, env_out = self._call(
+                    "env", carry.env, loop.env_inputs(fixed, carry, actor_out), k_env
+                )
+                transitions.append(loop.transition(observation, actor_out, env_out))
+                carry = carry._replace(env=env_state)
             trajectory = self._call("stack", transitions)
+            states = loop.end_rollout(state.fragments, carry)
             state, metrics = self._call("learner", state._replace(fragments=states), trajectory, k_learn)
             per_iteration.append(metrics)
         return state, per_iteration

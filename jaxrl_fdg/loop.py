@@ -11,6 +11,7 @@ depend on how the pieces are compiled.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -42,6 +43,14 @@ class Transition(NamedTuple):
     next_observation: jax.Array
     extras: dict[str, jax.Array]
     info: dict[str, jax.Array]
+
+
+class RolloutCarry(NamedTuple):
+    """What changes during a rollout: the actor's and env's states and the key stream."""
+
+    actor: Any
+    env: Any
+    key: jax.Array
 
 
 class LoopState(NamedTuple):
@@ -81,24 +90,62 @@ class Loop:
         key, k_rollout, k_learn = jax.random.split(state.key, 3)
         return state._replace(key=key), k_rollout, k_learn
 
-    def act(self, states: dict, key: jax.Array):
-        """One policy call: ``(states, actor outputs, observation acted on, env key, next key)``."""
+    def act(self, actor_state: Any, inputs: dict, key: jax.Array):
+        """One policy call on the actor's declared inputs only.
+
+        Returns ``(actor state, actor outputs, env key, next key)``.
+        """
         key, k_act, k_env = jax.random.split(key, 3)
-        edges = self._published(states)
-        actor_state, out = call(self.actor, states[self.actor.name], edges, k_act)
-        return {**states, self.actor.name: actor_state}, out, edges["observation"], k_env, key
+        actor_state, out = call(self.actor, actor_state, inputs, k_act)
+        return actor_state, out, k_env, key
 
-    def env_step(self, states: dict, actor_out: dict, key: jax.Array):
-        """One vectorised environment step: ``(states, env outputs)``."""
-        edges = {**self._published(states), **actor_out}
-        env_state, out = call(self.env_frag, states[self.env_frag.name], edges, key)
-        return {**states, self.env_frag.name: env_state}, out
+    def env_step(self, env_state: Any, inputs: dict, key: jax.Array):
+        """One vectorised environment step on the env's declared inputs: ``(env state, outputs)``."""
+        return call(self.env_frag, env_state, inputs, key)
 
-    def rollout_step(self, carry: tuple[dict, jax.Array], _: Any = None):
-        states, key = carry
-        states, actor_out, obs, k_env, key = self.act(states, key)
-        states, env_out = self.env_step(states, actor_out, k_env)
-        return (states, key), self.transition(obs, actor_out, env_out)
+    def fixed_edges(self, states: dict) -> dict[str, Any]:
+        """Edges published by fragments outside the rollout (the learner's ``params``): they stay
+        constant for a whole rollout, so the rollout reads them once instead of carrying the
+        learner's state (optimizer moments and all) through every step."""
+        return published(self.learner, states[self.learner.name])
+
+    def step_edges(self, fixed: dict, carry: RolloutCarry) -> dict[str, Any]:
+        """Every edge visible at the start of a step: fixed ones plus the actor's and env's."""
+        return {
+            **fixed,
+            **published(self.env_frag, carry.env),
+            **published(self.actor, carry.actor),
+        }
+
+    def actor_inputs(self, fixed: dict, carry: RolloutCarry) -> dict[str, Any]:
+        edges = self.step_edges(fixed, carry)
+        return {name: edges[name] for name in self.actor.inputs}
+
+    def env_inputs(self, fixed: dict, carry: RolloutCarry, actor_out: dict) -> dict[str, Any]:
+        edges = {**self.step_edges(fixed, carry), **actor_out}
+        return {name: edges[name] for name in self.env_frag.inputs}
+
+    def rollout_step(self, fixed: dict, carry: RolloutCarry, _: Any = None):
+        """One step of env∘actor: ``(carry, transition)``; ``fixed`` from :meth:`fixed_edges`."""
+        observation = self.observation(carry)
+        actor_state, actor_out, k_env, key = self.act(
+            carry.actor, self.actor_inputs(fixed, carry), carry.key
+        )
+        carry = carry._replace(actor=actor_state)
+        env_state, env_out = self.env_step(carry.env, self.env_inputs(fixed, carry, actor_out), k_env)
+        return RolloutCarry(actor_state, env_state, key), self.transition(
+            observation, actor_out, env_out
+        )
+
+    def observation(self, carry: RolloutCarry) -> jax.Array:
+        """The observation the actor acts on at this step."""
+        return published(self.env_frag, carry.env)["observation"]
+
+    def rollout_carry(self, states: dict, key: jax.Array) -> RolloutCarry:
+        return RolloutCarry(states[self.actor.name], states[self.env_frag.name], key)
+
+    def end_rollout(self, states: dict, carry: RolloutCarry) -> dict:
+        return {**states, self.actor.name: carry.actor, self.env_frag.name: carry.env}
 
     @staticmethod
     def transition(observation: jax.Array, actor_out: dict, env_out: dict) -> Transition:
@@ -114,17 +161,18 @@ class Loop:
     def rollout(self, state: LoopState) -> tuple[LoopState, Transition, jax.Array]:
         """``begin`` then ``rollout_len`` steps in a ``lax.scan``: ``(state, trajectory, learn key)``."""
         state, k_rollout, k_learn = self.begin(state)
-        (states, _), trajectory = jax.lax.scan(
-            self.rollout_step, (state.fragments, k_rollout), length=self.rollout_len
+        step = functools.partial(self.rollout_step, self.fixed_edges(state.fragments))
+        carry, trajectory = jax.lax.scan(
+            step, self.rollout_carry(state.fragments, k_rollout), length=self.rollout_len
         )
-        return state._replace(fragments=states), trajectory, k_learn
+        return state._replace(fragments=self.end_rollout(state.fragments, carry)), trajectory, k_learn
 
     def learn(
         self, state: LoopState, trajectory: Transition, key: jax.Array
     ) -> tuple[LoopState, Metrics]:
         """One learner update on the trajectory; metrics include completed-episode statistics."""
         states = state.fragments
-        edges = {**self._published(states), "trajectory": trajectory}
+        edges = {**self.published_edges(states), "trajectory": trajectory}
         learner_state, out = call(self.learner, states[self.learner.name], edges, key)
         states = {**states, self.learner.name: learner_state}
         metrics = {**out["metrics"], **episode_metrics(trajectory)}
@@ -136,7 +184,8 @@ class Loop:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _published(self, states: dict) -> dict[str, Any]:
+    def published_edges(self, states: dict) -> dict[str, Any]:
+        """Every edge the fragments publish from their current state (no computation)."""
         edges: dict[str, Any] = {}
         for frag in (self.env_frag, self.actor, self.learner):
             edges.update(published(frag, states[frag.name]))

@@ -14,7 +14,10 @@ from jaxrl_fdg.fragments.ppo import PPOConfig, optimizer
 def test_actor_outputs(tiny):
     loop = rl.build_loop(resolve(tiny))
     state = loop.init(jax.random.key(0))
-    _, out, obs, _, _ = loop.act(state.fragments, jax.random.key(1))
+    carry = loop.rollout_carry(state.fragments, jax.random.key(1))
+    inputs = loop.actor_inputs(loop.fixed_edges(state.fragments), carry)
+    assert sorted(inputs) == ["observation", "params"]  # only what the actor declared
+    _, out, _, _ = loop.act(carry.actor, inputs, carry.key)
     assert out["action"].shape == (2,) and out["action"].dtype == jnp.int32
     assert out["log_prob"].shape == out["value"].shape == (2,)
     # Orthogonal init with gain 0.01 on the logits: the initial policy is near uniform.

@@ -1,0 +1,49 @@
+"""Check a built wheel: only the jaxrl_fdg namespace, every subpackage present, importable.
+
+    python tests/packaging/check_wheel.py dist/jaxrl_fdg-*.whl
+
+Run it with the interpreter of an environment the wheel is installed in, from outside the
+repository (CI does: see .ci/run).
+"""
+
+import importlib
+import importlib.util
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REQUIRED = [
+    "jaxrl_fdg/__init__.py",
+    "jaxrl_fdg/cli.py",
+    "jaxrl_fdg/envs/__init__.py",
+    "jaxrl_fdg/envs/classic/cartpole.py",
+    "jaxrl_fdg/fragments/ppo.py",
+    "jaxrl_fdg/profiling/timers.py",
+]
+
+
+def main(wheel: str) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    if tops != {"jaxrl_fdg"}:
+        raise SystemExit(f"wheel has top-level entries other than jaxrl_fdg: {sorted(tops)}")
+    missing = [r for r in REQUIRED if r not in names]
+    if missing:
+        raise SystemExit(f"wheel lacks {missing}")
+    repo = Path(__file__).resolve().parents[2]
+    for module in ("jaxrl_fdg", "jaxrl_fdg.envs", "jaxrl_fdg.fragments.ppo", "jaxrl_fdg.profiling"):
+        path = Path(importlib.import_module(module).__file__).resolve()
+        if repo in path.parents:
+            raise SystemExit(f"{module} was imported from the repository ({path}), not the wheel")
+    for generic in ("envs", "fragments", "profiling"):
+        if importlib.util.find_spec(generic) is not None:
+            raise SystemExit(f"a top-level {generic!r} package is importable: namespace leak")
+    out = subprocess.run([sys.executable, "-m", "jaxrl_fdg", "list"], capture_output=True, text=True)
+    if out.returncode != 0 or "CartPole-v1" not in out.stdout:
+        raise SystemExit(f"`python -m jaxrl_fdg list` failed: {out.stderr}")
+    print(f"wheel ok: {len(names)} files, imports from {Path(importlib.import_module('jaxrl_fdg').__file__).parent}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
