@@ -136,7 +136,7 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
 
-    print("| mode | compile s | run s | env-steps/s | final return |")
+    print("| mode | compile s | run s | env-steps/s | final return |")  # README: see its table
     print("|---|---:|---:|---:|---:|")
     for name, r in results.items():
         compile_s = "—" if r["compile_s"] is None else f"{r['compile_s']:.2f}"
