@@ -1,4 +1,4 @@
-"""Env-steps/s of PPO on CartPole-v1 under every fusion mode, and a hand-written baseline, in one run.
+"""Env-steps/s of PPO on CartPole-v1 under every fusion mode and a hand-written baseline, one run.
 
 Configuration (the spine issue's): 4 envs × 128 steps, 4 epochs × 4 minibatches, 64×64 tanh MLP,
 500k steps. Compile seconds are reported apart from run seconds. ``eager`` dispatches every op
@@ -55,21 +55,28 @@ def run_baseline(total_steps: int, seed: int) -> dict:
     steps = (total_steps // 512) * 512
     last = slice(-20, None)
     final = float(np.sum(ret_sum[last]) / max(np.sum(episodes[last]), 1))
-    return {"compile_s": compile_s, "run_s": run_s, "env_steps": steps,
-            "steps_per_s": steps / run_s, "final_return": final}
+    return {
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "env_steps": steps,
+        "steps_per_s": steps / run_s,
+        "final_return": final,
+    }
 
 
 def run_mode(mode: str, total_steps: int, seed: int) -> dict:
-    config = rl.TrainConfig(fusion=mode, total_steps=total_steps, seed=seed, out=None,
-                            progress=False)
+    config = rl.TrainConfig(
+        fusion=mode, total_steps=total_steps, seed=seed, out=None, progress=False
+    )
     s = rl.train(config).summary
     return {k: s[k] for k in ("compile_s", "run_s", "env_steps", "steps_per_s", "final_return")}
 
 
 def run_eager(iterations: int, seed: int) -> dict:
     """Warm up one iteration (op-by-op compiles), then time ``iterations`` more."""
-    config = rl.TrainConfig(fusion="eager", total_steps=(iterations + 1) * 512, seed=seed,
-                            out=None, progress=False)
+    config = rl.TrainConfig(
+        fusion="eager", total_steps=(iterations + 1) * 512, seed=seed, out=None, progress=False
+    )
     plan = rl.make_plan("eager", rl.build_loop(resolve(config)))
     state = plan.init(jax.random.key(seed))
     start = time.perf_counter()
@@ -81,8 +88,15 @@ def run_eager(iterations: int, seed: int) -> dict:
     plan.collect(pending)
     run_s = time.perf_counter() - start
     steps = iterations * 512
-    return {"compile_s": None, "warmup_s": warmup_s, "run_s": run_s, "env_steps": steps,
-            "steps_per_s": steps / run_s, "final_return": None, "measured_iterations": iterations}
+    return {
+        "compile_s": None,
+        "warmup_s": warmup_s,
+        "run_s": run_s,
+        "env_steps": steps,
+        "steps_per_s": steps / run_s,
+        "final_return": None,
+        "measured_iterations": iterations,
+    }
 
 
 def main() -> None:
@@ -91,10 +105,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs of scan and baseline (median)")
     parser.add_argument("--eager-iterations", type=int, default=2, help="0 skips eager")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cpus", type=int, default=None,
-                        help="pin the process to this many cores (default: all)")
-    parser.add_argument("--out", default=None,
-                        help="results file (default: benchmarks/results/fusion_modes[_Ncpu].json)")
+    parser.add_argument(
+        "--cpus", type=int, default=None, help="pin the process to this many cores (default: all)"
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="results file (default: benchmarks/results/fusion_modes[_Ncpu].json)",
+    )
     args = parser.parse_args()
     if args.out is None:
         suffix = f"_{args.cpus}cpu" if args.cpus else ""
@@ -102,8 +120,10 @@ def main() -> None:
 
     results: dict[str, dict] = {}
     # Interleave the two that the headline ratio compares, so machine noise hits both alike.
-    pairs = [(run_baseline(args.total_steps, args.seed), run_mode("scan", args.total_steps, args.seed))
-             for _ in range(args.repeats)]
+    pairs = [
+        (run_baseline(args.total_steps, args.seed), run_mode("scan", args.total_steps, args.seed))
+        for _ in range(args.repeats)
+    ]
     for name, runs in (("handwritten", [p[0] for p in pairs]), ("scan", [p[1] for p in pairs])):
         best = dict(runs[0])
         best["run_s"] = statistics.median(r["run_s"] for r in runs)
@@ -116,20 +136,35 @@ def main() -> None:
         results["eager"] = run_eager(args.eager_iterations, args.seed)
 
     ratios = {
-        "scan_vs_handwritten": results["scan"]["steps_per_s"] / results["handwritten"]["steps_per_s"],
+        "scan_vs_handwritten": results["scan"]["steps_per_s"]
+        / results["handwritten"]["steps_per_s"],
         "scan_vs_step": results["scan"]["steps_per_s"] / results["step"]["steps_per_s"],
     }
     if "eager" in results:
         ratios["scan_vs_eager"] = results["scan"]["steps_per_s"] / results["eager"]["steps_per_s"]
     report = {
         "benchmark": "fusion_modes",
-        "config": {"env": "CartPole-v1", "num_envs": 4, "rollout_len": 128, "update_epochs": 4,
-                   "num_minibatches": 4, "hidden_sizes": [64, 64], "activation": "tanh",
-                   "total_steps": args.total_steps, "seed": args.seed, "repeats": args.repeats},
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "jax": jax.__version__, "backend": jax.default_backend(),
-                    "devices": [str(d) for d in jax.devices()], "cpu_count": os.cpu_count(),
-                    "cpus_used": len(os.sched_getaffinity(0))},
+        "config": {
+            "env": "CartPole-v1",
+            "num_envs": 4,
+            "rollout_len": 128,
+            "update_epochs": 4,
+            "num_minibatches": 4,
+            "hidden_sizes": [64, 64],
+            "activation": "tanh",
+            "total_steps": args.total_steps,
+            "seed": args.seed,
+            "repeats": args.repeats,
+        },
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "jax": jax.__version__,
+            "backend": jax.default_backend(),
+            "devices": [str(d) for d in jax.devices()],
+            "cpu_count": os.cpu_count(),
+            "cpus_used": len(os.sched_getaffinity(0)),
+        },
         "results": results,
         "ratios": ratios,
     }

@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-
 from jaxrl_fdg.envs import CartPole
 
 
@@ -28,8 +27,20 @@ class Net(nn.Module):
         return mlp(x, 2, 0.01), mlp(x, 1, 1.0)[..., 0]
 
 
-def make_train(num_envs=4, rollout_len=128, total_steps=500_000, epochs=4, minibatches=4,
-               lr=2.5e-4, gamma=0.99, lam=0.95, clip=0.2, ent=0.01, vf=0.5, max_norm=0.5):
+def make_train(
+    num_envs=4,
+    rollout_len=128,
+    total_steps=500_000,
+    epochs=4,
+    minibatches=4,
+    lr=2.5e-4,
+    gamma=0.99,
+    lam=0.95,
+    clip=0.2,
+    ent=0.01,
+    vf=0.5,
+    max_norm=0.5,
+):
     env = CartPole()
     params_env = env.default_params
     iterations = total_steps // (num_envs * rollout_len)
@@ -40,7 +51,9 @@ def make_train(num_envs=4, rollout_len=128, total_steps=500_000, epochs=4, minib
 
     def train(key):
         key, k_env, k_net = jax.random.split(key, 3)
-        env_state, ts = jax.vmap(env.reset, (0, None))(jax.random.split(k_env, num_envs), params_env)
+        env_state, ts = jax.vmap(env.reset, (0, None))(
+            jax.random.split(k_env, num_envs), params_env
+        )
         params = net.init(k_net, jnp.zeros(4))
         ep_ret = jnp.zeros(num_envs)
 
@@ -51,11 +64,22 @@ def make_train(num_envs=4, rollout_len=128, total_steps=500_000, epochs=4, minib
             action = jax.random.categorical(k_act, logits).astype(jnp.int32)
             log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], 1)[:, 0]
             env_state, ts = jax.vmap(env.step, (0, 0, 0, None))(
-                jax.random.split(k_step, num_envs), env_state, action, params_env)
+                jax.random.split(k_step, num_envs), env_state, action, params_env
+            )
             done = ts.terminated | ts.truncated
             ep_ret = ep_ret + ts.reward
-            out = (obs, action, log_prob, value, ts.reward, ts.terminated, done,
-                   ts.final_observation, jnp.where(done, ep_ret, 0.0), done)
+            out = (
+                obs,
+                action,
+                log_prob,
+                value,
+                ts.reward,
+                ts.terminated,
+                done,
+                ts.final_observation,
+                jnp.where(done, ep_ret, 0.0),
+                done,
+            )
             return (params, env_state, ts.observation, jnp.where(done, 0.0, ep_ret), key), out
 
         def loss_fn(params, mb):
@@ -81,7 +105,8 @@ def make_train(num_envs=4, rollout_len=128, total_steps=500_000, epochs=4, minib
             params, opt_state, env_state, obs, ep_ret, key = carry
             key, k_roll, k_learn = jax.random.split(key, 3)
             (_, env_state, obs, ep_ret, _), traj = jax.lax.scan(
-                env_step, (params, env_state, obs, ep_ret, k_roll), length=rollout_len)
+                env_step, (params, env_state, obs, ep_ret, k_roll), length=rollout_len
+            )
             t_obs, t_act, t_lp, t_v, t_r, t_term, t_done, t_next, t_ret, t_end = traj
             v_next = net.apply(params, t_next)[1]
             delta = t_r + gamma * (1 - t_term) * v_next - t_v
@@ -92,8 +117,9 @@ def make_train(num_envs=4, rollout_len=128, total_steps=500_000, epochs=4, minib
                 return a, a
 
             _, adv = jax.lax.scan(gae, jnp.zeros(num_envs), (delta, 1.0 - t_done), reverse=True)
-            data = jax.tree.map(lambda x: x.reshape(batch, *x.shape[2:]),
-                                (t_obs, t_act, t_lp, t_v, adv, adv + t_v))
+            data = jax.tree.map(
+                lambda x: x.reshape(batch, *x.shape[2:]), (t_obs, t_act, t_lp, t_v, adv, adv + t_v)
+            )
 
             def epoch(carry, k):
                 perm = jax.random.permutation(k, batch)
@@ -101,7 +127,8 @@ def make_train(num_envs=4, rollout_len=128, total_steps=500_000, epochs=4, minib
                 return jax.lax.scan(update_mb, carry, mbs)[0], None
 
             (params, opt_state), _ = jax.lax.scan(
-                epoch, (params, opt_state), jax.random.split(k_learn, epochs))
+                epoch, (params, opt_state), jax.random.split(k_learn, epochs)
+            )
             stats = (t_ret.sum(), t_end.sum())
             return (params, opt_state, env_state, obs, ep_ret, key), stats
 

@@ -16,7 +16,6 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
-
 from jaxrl_fdg.envs.spaces import Space
 
 TEnvState = TypeVar("TEnvState")
@@ -74,7 +73,7 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
     def step_env(
         self, key: jax.Array, state: TEnvState, action: jax.Array, params: TParams
     ) -> tuple[TEnvState, jax.Array, jax.Array, jax.Array]:
-        """One transition without time limit or reset: ``(state, observation, reward, terminated)``."""
+        """One transition, no time limit or reset: ``(state, observation, reward, terminated)``."""
 
     @abc.abstractmethod
     def observation_space(self, params: TParams) -> Space: ...

@@ -1,6 +1,6 @@
 """Run the same PPO, same seed, under several fusion modes; compare speed and results.
 
-    python examples/compare_fusion.py --total-steps 20480 --modes step fragment iteration scan
+python examples/compare_fusion.py --total-steps 20480 --modes step fragment iteration scan
 """
 
 import argparse
@@ -14,27 +14,41 @@ import jaxrl_fdg as rl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total-steps", type=int, default=51_200)
-    parser.add_argument("--modes", nargs="+", default=["step", "fragment", "iteration", "scan"],
-                        choices=rl.FUSION_MODES)
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["step", "fragment", "iteration", "scan"],
+        choices=rl.FUSION_MODES,
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
     results = {}
     print(f"{'fusion':>10} {'compile s':>10} {'run s':>8} {'steps/s':>10} {'final return':>13}")
     for mode in args.modes:
-        config = rl.TrainConfig(fusion=mode, total_steps=args.total_steps, seed=args.seed,
-                                out=None, progress=False)
+        config = rl.TrainConfig(
+            fusion=mode, total_steps=args.total_steps, seed=args.seed, out=None, progress=False
+        )
         results[mode] = rl.train(config)
         s = results[mode].summary
         final = "—" if s["final_return"] is None else f"{s['final_return']:.1f}"
-        print(f"{mode:>10} {s['compile_s']:>10.2f} {s['run_s']:>8.2f} "
-              f"{s['steps_per_s']:>10,.0f} {final:>13}")
+        print(
+            f"{mode:>10} {s['compile_s']:>10.2f} {s['run_s']:>8.2f} "
+            f"{s['steps_per_s']:>10,.0f} {final:>13}"
+        )
 
     reference = results[args.modes[-1]].state.fragments["learner"].params
     for mode, result in results.items():
         params = result.state.fragments["learner"].params
-        gap = max(jax.tree.leaves(jax.tree.map(
-            lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))), params, reference)))
+        gap = max(
+            jax.tree.leaves(
+                jax.tree.map(
+                    lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))),
+                    params,
+                    reference,
+                )
+            )
+        )
         print(f"max |Δ parameter| {mode} vs {args.modes[-1]}: {gap:.2e}")
 
 

@@ -9,14 +9,13 @@ runs under two and checks that they agree.
 import argparse
 import dataclasses
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jaxrl_fdg.fragments.networks import MLP
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.fragments.networks import MLP
 
 
 def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
@@ -41,8 +40,12 @@ def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
             g = r + gamma * (1.0 - d) * g_next
             return g, g
 
-        _, returns = jax.lax.scan(discounted, jnp.zeros_like(traj.reward[0]),
-                                  (traj.reward, done.astype(jnp.float32)), reverse=True)
+        _, returns = jax.lax.scan(
+            discounted,
+            jnp.zeros_like(traj.reward[0]),
+            (traj.reward, done.astype(jnp.float32)),
+            reverse=True,
+        )
         returns = (returns - returns.mean()) / (returns.std() + 1e-8)
 
         def loss(params):  # −E[log π(a_t|s_t) G_t]
@@ -55,10 +58,19 @@ def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
         updates, opt_state = tx.update(grads, opt_state)
         return (optax.apply_updates(params, updates), opt_state), {"metrics": {"loss": value}}
 
-    actor = rl.fragment("actor", "actor", act, inputs=("observation", "params"), outputs=("action",))
-    learner = rl.fragment("learner", "learner", learn, init=init, inputs=("trajectory",),
-                          outputs=("metrics",), publish=lambda s: {"params": s[0]},
-                          published=("params",))
+    actor = rl.fragment(
+        "actor", "actor", act, inputs=("observation", "params"), outputs=("action",)
+    )
+    learner = rl.fragment(
+        "learner",
+        "learner",
+        learn,
+        init=init,
+        inputs=("trajectory",),
+        outputs=("metrics",),
+        publish=lambda s: {"params": s[0]},
+        published=("params",),
+    )
     return rl.Algorithm("reinforce", actor, learner)
 
 
@@ -68,8 +80,13 @@ class Hyperparameters:  # the runner validates overrides against these and passe
     gamma: float = 0.99
 
 
-SPEC = rl.AlgorithmSpec("reinforce", Hyperparameters, build, check=lambda ctx: None,
-                        summary="REINFORCE, written outside the library")
+SPEC = rl.AlgorithmSpec(
+    "reinforce",
+    Hyperparameters,
+    build,
+    check=lambda ctx: None,
+    summary="REINFORCE, written outside the library",
+)
 
 
 def main() -> None:
@@ -78,12 +95,21 @@ def main() -> None:
     args = parser.parse_args()
     results = {}
     for fusion in ("scan", "fragment"):
-        config = rl.TrainConfig(algo="reinforce", fusion=fusion, total_steps=args.total_steps,
-                                num_envs=8, rollout_len=64, out=None, progress=False)
+        config = rl.TrainConfig(
+            algo="reinforce",
+            fusion=fusion,
+            total_steps=args.total_steps,
+            num_envs=8,
+            rollout_len=64,
+            out=None,
+            progress=False,
+        )
         results[fusion] = result = rl.train(config, SPEC)
         s = result.summary
-        print(f"{fusion:>9}: final return {s['final_return']:.1f}, "
-              f"{s['steps_per_s']:,.0f} steps/s, compile {s['compile_s']:.1f} s")
+        print(
+            f"{fusion:>9}: final return {s['final_return']:.1f}, "
+            f"{s['steps_per_s']:,.0f} steps/s, compile {s['compile_s']:.1f} s"
+        )
     a, b = (r.state.fragments["learner"][0] for r in results.values())
     same = jax.tree.map(lambda x, y: np.allclose(x, y, rtol=1e-5, atol=1e-6), a, b)
     print("same parameters under both fusion modes:", all(jax.tree.leaves(same)))

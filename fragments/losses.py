@@ -18,7 +18,9 @@ def generalized_advantage_estimation(
     gamma: float,
     lam: float,
 ) -> tuple[jax.Array, jax.Array]:
-    """GAE(γ, λ) with episode boundaries inside the window. Schulman et al. (2016), arXiv:1506.02438.
+    """GAE(γ, λ) with episode boundaries inside the window.
+
+    Schulman, Moritz, Levine, Jordan & Abbeel (2016), arXiv:1506.02438.
 
     Step ``t`` moves from ``s_t`` to ``s'_t`` with reward ``r_t``; ``v_next_t = V(s'_t)`` is the
     value of the state actually reached (the final state of an episode that ended at ``t``).
@@ -91,6 +93,9 @@ def clipped_value_loss(
 
 
 def approx_kl(log_prob: jax.Array, log_prob_old: jax.Array) -> jax.Array:
-    """Low-variance estimator of KL(π_old ‖ π): E[(ρ − 1) − log ρ]. Schulman (2020), "Approximating KL"."""
+    """Low-variance estimator of KL(π_old ‖ π): E[(ρ − 1) − log ρ].
+
+    Schulman (2020), "Approximating KL Divergence".
+    """
     log_ratio = log_prob - log_prob_old
     return ((jnp.exp(log_ratio) - 1.0) - log_ratio).mean()

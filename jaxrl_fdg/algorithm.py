@@ -51,7 +51,9 @@ class Algorithm(NamedTuple):
     def check(self) -> None:
         for frag, role in ((self.actor, Role.ACTOR), (self.learner, Role.LEARNER)):
             if frag.role is not role:
-                raise ValueError(f"fragment {frag.name!r} has role {frag.role.value}, expected {role.value}")
+                raise ValueError(
+                    f"fragment {frag.name!r} has role {frag.role.value}, expected {role.value}"
+                )
 
 
 class AlgorithmSpec(NamedTuple):

@@ -76,14 +76,30 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     hints = typing.get_type_hints(cfg.TrainConfig)
     for name, help_text in _RUN_FLAGS.items():
         kind = str if name in ("out", "run_name") else hints[name]
-        run.add_argument(_flag(name), dest=name, type=kind, default=None, metavar=name.upper(),
-                         help=f"{help_text} (default: {getattr(cfg.TrainConfig, name)})")
-    run.add_argument("--no-progress", dest="progress", action="store_false", default=None,
-                     help="no live progress line")
+        run.add_argument(
+            _flag(name),
+            dest=name,
+            type=kind,
+            default=None,
+            metavar=name.upper(),
+            help=f"{help_text} (default: {getattr(cfg.TrainConfig, name)})",
+        )
+    run.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        default=None,
+        help="no live progress line",
+    )
     group = parser.add_argument_group(f"{spec.name} hyperparameters")
     for field in dataclasses.fields(spec.hparams):
-        group.add_argument(_flag(field.name), dest=f"hp.{field.name}", default=None,
-                           metavar="VALUE", help=f"(default: {_default(field)})")
+        group.add_argument(
+            _flag(field.name),
+            dest=f"hp.{field.name}",
+            default=None,
+            metavar="VALUE",
+            help=f"(default: {_default(field)})",
+        )
     return parser
 
 

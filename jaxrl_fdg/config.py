@@ -184,7 +184,8 @@ def from_mapping(data: Mapping[str, Any], source: str = "config") -> TrainConfig
     unknown = sorted(set(data) - _TOP_FIELDS)
     if unknown:
         raise ConfigError(
-            f"{source}: unknown key(s) {', '.join(unknown)} (valid: {', '.join(sorted(_TOP_FIELDS))})"
+            f"{source}: unknown key(s) {', '.join(unknown)} "
+            f"(valid: {', '.join(sorted(_TOP_FIELDS))})"
         )
     hints = typing.get_type_hints(TrainConfig)
     values: dict[str, Any] = {}
@@ -216,7 +217,9 @@ def load(path: str | Path) -> dict[str, Any]:
         if path.suffix == ".json":
             return json.loads(path.read_text())
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"config file {str(path)!r} is not valid {path.suffix[1:]}: {e}") from None
+        raise ConfigError(
+            f"config file {str(path)!r} is not valid {path.suffix[1:]}: {e}"
+        ) from None
     raise ConfigError(f"config file {str(path)!r} must end in .toml or .json")
 
 

@@ -28,7 +28,7 @@ State = Any
 Edges = Mapping[str, Any]
 
 
-class Role(str, enum.Enum):
+class Role(enum.StrEnum):
     """What part a fragment plays in the RL loop; the fusion policies schedule by role."""
 
     ENV = "env"
@@ -113,14 +113,18 @@ def fragment(
     for label, names in (("inputs", inputs), ("outputs", outputs), ("published", published)):
         if len(set(names)) != len(names):
             raise ValueError(f"fragment {name!r} declares duplicate {label}: {names}")
-    return Fragment(name, role, init, apply, tuple(inputs), tuple(outputs), publish, tuple(published))
+    return Fragment(
+        name, role, init, apply, tuple(inputs), tuple(outputs), publish, tuple(published)
+    )
 
 
 def call(frag: Fragment, state: State, inputs: Edges, key: jax.Array) -> tuple[State, dict]:
     """Run ``frag.apply`` with its declared inputs only, and check what it produced."""
     missing = [n for n in frag.inputs if n not in inputs]
     if missing:
-        raise ValueError(f"fragment {frag.name!r} needs input edge(s) {missing}; got {sorted(inputs)}")
+        raise ValueError(
+            f"fragment {frag.name!r} needs input edge(s) {missing}; got {sorted(inputs)}"
+        )
     state, outputs = frag.apply(state, {n: inputs[n] for n in frag.inputs}, key)
     if set(outputs) != set(frag.outputs):
         raise ValueError(

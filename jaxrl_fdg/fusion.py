@@ -111,7 +111,9 @@ class _StepPlan(Plan):
         _, actor_out, k_env, _ = jax.eval_shape(loop.act, *actor_args)
         env_args = (carry.env, loop.env_inputs(fixed, carry, actor_out), k_env)
         _, env_out = jax.eval_shape(loop.env_step, *env_args)
-        transitions = [loop.transition(loop.observation(carry), actor_out, env_out)] * loop.rollout_len
+        transitions = [
+            loop.transition(loop.observation(carry), actor_out, env_out)
+        ] * loop.rollout_len
         trajectory = jax.eval_shape(loop.stack, transitions)
         return {
             "keys": (loop.begin, (state,)),
@@ -140,7 +142,9 @@ class _StepPlan(Plan):
                 carry = carry._replace(env=env_state)
             trajectory = self._call("stack", transitions)
             states = loop.end_rollout(state.fragments, carry)
-            state, metrics = self._call("learner", state._replace(fragments=states), trajectory, k_learn)
+            state, metrics = self._call(
+                "learner", state._replace(fragments=states), trajectory, k_learn
+            )
             per_iteration.append(metrics)
         return state, per_iteration
 

@@ -69,7 +69,10 @@ class Graph(NamedTuple):
     def describe(self, programs: Mapping[str, str] | None = None) -> str:
         """A text rendering: nodes, edges and, if given, the programs of each fusion mode."""
         width = max(len(f.name) for f in self.fragments)
-        lines = [f"graph {self.name}  (rollout of {self.rollout_len} steps per iteration)", "nodes:"]
+        lines = [
+            f"graph {self.name}  (rollout of {self.rollout_len} steps per iteration)",
+            "nodes:",
+        ]
         for f in self.fragments:
             ins = ", ".join(f.inputs) or "-"
             outs = ", ".join((*f.outputs, *(f"{p} (published)" for p in f.published))) or "-"

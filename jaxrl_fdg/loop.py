@@ -100,7 +100,7 @@ class Loop:
         return actor_state, out, k_env, key
 
     def env_step(self, env_state: Any, inputs: dict, key: jax.Array):
-        """One vectorised environment step on the env's declared inputs: ``(env state, outputs)``."""
+        """One vectorised env step on the env's declared inputs: ``(env state, outputs)``."""
         return call(self.env_frag, env_state, inputs, key)
 
     def fixed_edges(self, states: dict) -> dict[str, Any]:
@@ -132,7 +132,9 @@ class Loop:
             carry.actor, self.actor_inputs(fixed, carry), carry.key
         )
         carry = carry._replace(actor=actor_state)
-        env_state, env_out = self.env_step(carry.env, self.env_inputs(fixed, carry, actor_out), k_env)
+        env_state, env_out = self.env_step(
+            carry.env, self.env_inputs(fixed, carry, actor_out), k_env
+        )
         return RolloutCarry(actor_state, env_state, key), self.transition(
             observation, actor_out, env_out
         )
@@ -159,13 +161,20 @@ class Loop:
         return jax.tree.map(lambda *xs: jnp.stack(xs), *transitions)
 
     def rollout(self, state: LoopState) -> tuple[LoopState, Transition, jax.Array]:
-        """``begin`` then ``rollout_len`` steps in a ``lax.scan``: ``(state, trajectory, learn key)``."""
+        """``begin``, then ``rollout_len`` steps in a ``lax.scan``.
+
+        Returns ``(state, trajectory, learn key)``.
+        """
         state, k_rollout, k_learn = self.begin(state)
         step = functools.partial(self.rollout_step, self.fixed_edges(state.fragments))
         carry, trajectory = jax.lax.scan(
             step, self.rollout_carry(state.fragments, k_rollout), length=self.rollout_len
         )
-        return state._replace(fragments=self.end_rollout(state.fragments, carry)), trajectory, k_learn
+        return (
+            state._replace(fragments=self.end_rollout(state.fragments, carry)),
+            trajectory,
+            k_learn,
+        )
 
     def learn(
         self, state: LoopState, trajectory: Transition, key: jax.Array
@@ -199,8 +208,8 @@ def episode_metrics(trajectory: Transition) -> Metrics:
     metrics = {"episodes": done.sum().astype(jnp.float32)}
     if "episode_return" in info:
         metrics["episode_return_sum"] = jnp.where(done, info["episode_return"], 0.0).sum()
-        metrics["episode_length_sum"] = jnp.where(done, info["episode_length"], 0).sum().astype(
-            jnp.float32
+        metrics["episode_length_sum"] = (
+            jnp.where(done, info["episode_length"], 0).sum().astype(jnp.float32)
         )
     return metrics
 

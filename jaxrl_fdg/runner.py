@@ -136,7 +136,11 @@ def _row(metrics, iterations, config, wall, window_start) -> dict[str, Any]:
 
 def _episode_stats(metrics: dict[str, np.ndarray]) -> dict[str, Any]:
     episodes = float(np.sum(metrics.get("episodes", 0.0)))
-    stats: dict[str, Any] = {"episodes": int(episodes), "episode_return": None, "episode_length": None}
+    stats: dict[str, Any] = {
+        "episodes": int(episodes),
+        "episode_return": None,
+        "episode_length": None,
+    }
     if episodes > 0 and "episode_return_sum" in metrics:
         stats["episode_return"] = float(np.sum(metrics["episode_return_sum"]) / episodes)
         stats["episode_length"] = float(np.sum(metrics["episode_length_sum"]) / episodes)
@@ -152,7 +156,9 @@ def _concat(history: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 def _summary(config, status, rows, metrics, timing) -> dict[str, Any]:
     iterations = rows[-1]["iteration"] if rows else 0
     steps = iterations * config.steps_per_iteration
-    final = next((r["episode_return"] for r in reversed(rows) if r["episode_return"] is not None), None)
+    final = next(
+        (r["episode_return"] for r in reversed(rows) if r["episode_return"] is not None), None
+    )
     return {
         "status": status,
         "algo": config.algo,

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from jaxrl_fdg.profiling.timers import Timings
 from rich.console import Console
 from rich.table import Table
-
-from jaxrl_fdg.profiling.timers import Timings
 
 _SPECIAL = ("wait", "host")
 
@@ -64,7 +63,9 @@ def summary_table(summary: dict[str, Any], title: str = "where the time went") -
     for column in ("program", "calls", "compile s", "dispatch s"):
         table.add_column(column, justify="left" if column == "program" else "right")
     for name, row in summary["programs"].items():
-        table.add_row(name, f"{row['calls']:,}", f"{row['compile_s']:.2f}", f"{row['dispatch_s']:.3f}")
+        table.add_row(
+            name, f"{row['calls']:,}", f"{row['compile_s']:.2f}", f"{row['dispatch_s']:.3f}"
+        )
     run = summary["run_s"] or 1.0
     table.add_section()
     for label, key in (

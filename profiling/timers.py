@@ -68,7 +68,12 @@ class Timings:
 
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {
-            name: {"calls": s.calls, "wall_s": s.wall, "compile_s": s.compile, "compiles": s.compiles}
+            name: {
+                "calls": s.calls,
+                "wall_s": s.wall,
+                "compile_s": s.compile,
+                "compiles": s.compiles,
+            }
             for name, s in self.scopes.items()
         }
 

@@ -6,7 +6,9 @@ from pathlib import Path
 import jax
 import pytest
 
-_CACHE = Path(os.environ.get("JAXRL_FDG_TEST_CACHE", Path.home() / ".cache" / "jaxrl_fdg" / "xla-tests"))
+_CACHE = Path(
+    os.environ.get("JAXRL_FDG_TEST_CACHE", Path.home() / ".cache" / "jaxrl_fdg" / "xla-tests")
+)
 jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 

@@ -9,8 +9,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(*args, timeout=300):
-    proc = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -21,19 +22,33 @@ def test_reinforce_runs_under_two_fusion_modes_with_the_same_result():
 
 
 def test_compare_fusion():
-    out = _run(ROOT / "examples" / "compare_fusion.py", "--total-steps", "1024", "--modes", "step", "scan")
+    out = _run(
+        ROOT / "examples" / "compare_fusion.py", "--total-steps", "1024", "--modes", "step", "scan"
+    )
     assert "max |Δ parameter| step vs scan: 0.00e+00" in out
 
 
 def test_quickstart(tmp_path):
     out = _run(ROOT / "examples" / "quickstart.py", "--total-steps", "1024", "--out", tmp_path)
-    assert "final return" in out and (tmp_path / next(p.name for p in tmp_path.iterdir()) / "summary.json").exists()
+    assert (
+        "final return" in out
+        and (tmp_path / next(p.name for p in tmp_path.iterdir()) / "summary.json").exists()
+    )
 
 
 def test_fusion_benchmark_smoke(tmp_path):
     out_file = tmp_path / "bench.json"
-    _run(ROOT / "benchmarks" / "fusion_modes.py", "--total-steps", "2048", "--repeats", "1",
-         "--eager-iterations", "0", "--out", out_file)
+    _run(
+        ROOT / "benchmarks" / "fusion_modes.py",
+        "--total-steps",
+        "2048",
+        "--repeats",
+        "1",
+        "--eager-iterations",
+        "0",
+        "--out",
+        out_file,
+    )
     report = json.loads(out_file.read_text())
     assert set(report["results"]) == {"handwritten", "scan", "iteration", "fragment", "step"}
     assert report["ratios"]["scan_vs_step"] > 0

@@ -12,7 +12,10 @@ from jaxrl_fdg.errors import ConfigError
     [
         ({"algo": "ppp"}, "unknown algorithm 'ppp'; did you mean 'ppo'"),
         ({"env": "CartPole-v0"}, "unknown environment 'CartPole-v0'; did you mean 'CartPole-v1'"),
-        ({"fusion": "jit"}, "unknown fusion mode 'jit' \\(valid: eager, step, fragment, iteration, scan\\)"),
+        (
+            {"fusion": "jit"},
+            "unknown fusion mode 'jit' \\(valid: eager, step, fragment, iteration, scan\\)",
+        ),
         ({"num_envs": 0}, "num_envs must be a positive integer, got 0"),
         ({"rollout_len": -3}, "rollout_len must be a positive integer, got -3"),
         ({"total_steps": 100}, "total_steps = 100 is less than one iteration"),
@@ -39,7 +42,9 @@ def test_boundaries_auto_and_explicit():
 
 
 def test_file_round_trip(tmp_path):
-    original = rl.TrainConfig(seed=3, fusion="fragment", hparams={"lr": 1e-3, "hidden_sizes": (32,)})
+    original = rl.TrainConfig(
+        seed=3, fusion="fragment", hparams={"lr": 1e-3, "hidden_sizes": (32,)}
+    )
     path = tmp_path / "config.toml"
     path.write_text(cfg.dump_toml(cfg.to_mapping(cfg.resolve(original))))
     loaded = cfg.from_mapping(cfg.load(path), str(path))
@@ -52,7 +57,9 @@ def test_file_round_trip(tmp_path):
 def test_file_errors_name_the_key_and_file(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text('algo = "ppo"\nnum_env = 4\n')
-    with pytest.raises(ConfigError, match="bad.toml: unknown key\\(s\\) num_env \\(valid: .*num_envs"):
+    with pytest.raises(
+        ConfigError, match="bad.toml: unknown key\\(s\\) num_env \\(valid: .*num_envs"
+    ):
         cfg.from_mapping(cfg.load(path), str(path))
     path.write_text('num_envs = "four"\n')
     with pytest.raises(ConfigError, match="bad.toml: num_envs must be of type int, got 'four'"):

@@ -1,4 +1,4 @@
-"""The runner: host boundaries do not change results; the Python API matches the whole-run function."""
+"""The runner: host boundaries do not change results; the API matches the whole-run function."""
 
 import jax
 import numpy as np

@@ -5,9 +5,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxrl_fdg.envs import CartPoleState, EpisodeState
 
 from jaxrl_fdg import envs
-from jaxrl_fdg.envs import CartPoleState, EpisodeState
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,9 @@ def test_one_step_matches_gymnasium_from_identical_states(cartpole):
         gym_obs, gym_reward, gym_term, gym_trunc, _ = gym_env.step(action)
         key, sub = jax.random.split(key)
         state, ts = step(sub, state, jnp.int32(action), params)
-        np.testing.assert_allclose(ts.final_observation, gym_obs, rtol=1e-5, atol=1e-6, err_msg=f"t={t}")
+        np.testing.assert_allclose(
+            ts.final_observation, gym_obs, rtol=1e-5, atol=1e-6, err_msg=f"t={t}"
+        )
         assert float(ts.reward) == gym_reward
         assert bool(ts.terminated) == gym_term, t
         terminations += gym_term
@@ -52,7 +54,7 @@ def test_episode_matches_gymnasium_over_whole_episodes(cartpole):
         env_state = CartPoleState(*jnp.asarray(obs, jnp.float32))
         state = EpisodeState(env_state, jnp.int32(0))
         key = jax.random.key(episode)
-        for t in range(500):
+        for _ in range(500):
             action = int(rng.integers(2))
             gym_obs, gym_reward, gym_term, gym_trunc, _ = gym_env.step(action)
             key, sub = jax.random.split(key)
@@ -107,7 +109,9 @@ def test_spaces(cartpole):
     env, params, _ = cartpole
     assert env.action_space(params).n == 2
     assert env.observation_space(params).shape == (4,)
-    assert bool(env.action_space(params).contains(1)) and not bool(env.action_space(params).contains(2))
+    assert bool(env.action_space(params).contains(1)) and not bool(
+        env.action_space(params).contains(2)
+    )
 
 
 def test_registry_refuses_duplicates_and_suggests_names():

@@ -3,7 +3,6 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from jaxrl_fdg.fragments import losses
 
 
@@ -47,7 +46,9 @@ def test_gae_matches_reference_loop_on_random_data():
     adv, _ = losses.generalized_advantage_estimation(
         *map(jnp.asarray, (r, v, v_next, term, trunc)), 0.99, 0.95
     )
-    np.testing.assert_allclose(adv, _gae_reference(r, v, v_next, term, trunc, 0.99, 0.95), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        adv, _gae_reference(r, v, v_next, term, trunc, 0.99, 0.95), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_lambda_one_is_monte_carlo_and_zero_is_td():

@@ -4,11 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jaxrl_fdg.fragments import distributions as dist
+from jaxrl_fdg.fragments.ppo import PPOConfig, optimizer
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
-from jaxrl_fdg.fragments import distributions as dist
-from jaxrl_fdg.fragments.ppo import PPOConfig, optimizer
 
 
 def test_actor_outputs(tiny):
@@ -46,7 +46,9 @@ def test_hyperparameters_validate_on_construction():
 
 def test_categorical_helpers():
     logits = jnp.log(jnp.array([[0.25, 0.75]]))
-    np.testing.assert_allclose(dist.categorical_log_prob(logits, jnp.array([1])), np.log(0.75), rtol=1e-6)
+    np.testing.assert_allclose(
+        dist.categorical_log_prob(logits, jnp.array([1])), np.log(0.75), rtol=1e-6
+    )
     expected = -(0.25 * np.log(0.25) + 0.75 * np.log(0.75))
     np.testing.assert_allclose(dist.categorical_entropy(logits), expected, rtol=1e-6)
     samples = dist.categorical_sample(jax.random.key(0), jnp.broadcast_to(logits, (20000, 2)))

@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -31,18 +32,23 @@ def main(wheel: str) -> None:
     missing = [r for r in REQUIRED if r not in names]
     if missing:
         raise SystemExit(f"wheel lacks {missing}")
-    repo = Path(__file__).resolve().parents[2]
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
     for module in ("jaxrl_fdg", "jaxrl_fdg.envs", "jaxrl_fdg.fragments.ppo", "jaxrl_fdg.profiling"):
         path = Path(importlib.import_module(module).__file__).resolve()
-        if repo in path.parents:
-            raise SystemExit(f"{module} was imported from the repository ({path}), not the wheel")
+        if site not in path.parents:
+            raise SystemExit(f"{module} was imported from {path}, not from the installed wheel")
     for generic in ("envs", "fragments", "profiling"):
         if importlib.util.find_spec(generic) is not None:
             raise SystemExit(f"a top-level {generic!r} package is importable: namespace leak")
-    out = subprocess.run([sys.executable, "-m", "jaxrl_fdg", "list"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "jaxrl_fdg", "list"], capture_output=True, text=True
+    )
     if out.returncode != 0 or "CartPole-v1" not in out.stdout:
         raise SystemExit(f"`python -m jaxrl_fdg list` failed: {out.stderr}")
-    print(f"wheel ok: {len(names)} files, imports from {Path(importlib.import_module('jaxrl_fdg').__file__).parent}")
+    print(
+        f"wheel ok: {len(names)} files, imported from "
+        f"{Path(importlib.import_module('jaxrl_fdg').__file__).parent}"
+    )
 
 
 if __name__ == "__main__":
