@@ -15,8 +15,10 @@ from typing import Any
 
 from jaxrl_fdg import algorithm as algorithms
 from jaxrl_fdg import config as cfg
+from jaxrl_fdg import envs
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fusion import FUSION_MODES, PROGRAMS
+from jaxrl_fdg.runner import build_loop, train
 
 _RUN_FLAGS = {
     "algo": "registered algorithm (see `jaxrl-fdg list`)",
@@ -122,8 +124,6 @@ def _train(argv: list[str]) -> int:
     source = known.config or "command line"
     config = cfg.from_mapping(merged, source=source)
 
-    from jaxrl_fdg.runner import train  # imports JAX's compiler stack only when training
-
     result = train(config, print_summary=True)
     if result.run_dir is not None:
         print(f"run folder: {result.run_dir}")
@@ -131,8 +131,6 @@ def _train(argv: list[str]) -> int:
 
 
 def _list() -> int:
-    from jaxrl_fdg import envs
-
     print("algorithms:")
     for name in algorithms.registered():
         print(f"  {name:<12} {algorithms.get(name).summary}")
@@ -146,8 +144,6 @@ def _list() -> int:
 
 
 def _graph(args: argparse.Namespace) -> int:
-    from jaxrl_fdg.runner import build_loop
-
     config = cfg.TrainConfig(
         algo=args.algo, env=args.env, num_envs=args.num_envs, rollout_len=args.rollout_len, out=None
     )

@@ -43,7 +43,6 @@ class Timings:
     def __init__(self) -> None:
         self.scopes: dict[str, ScopeStats] = {}
         self._stack: list[str] = []
-        self._owner = threading.get_ident()
 
     @contextlib.contextmanager
     def scope(self, name: str) -> Iterator[None]:

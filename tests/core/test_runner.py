@@ -49,3 +49,31 @@ def test_step_mode_counts_every_call(tiny):
     s = rl.train(tiny.replace(fusion="step")).summary["timing"]["programs"]
     assert s["actor"]["calls"] == s["env"]["calls"] == 3 * 8
     assert s["learner"]["calls"] == s["stack"]["calls"] == 3
+
+
+def test_interrupted_run_leaves_a_consistent_folder(tiny, tmp_path, monkeypatch):
+    import json
+
+    from jaxrl_fdg import progress
+
+    calls = []
+
+    def interrupt_on_second(self, row):
+        calls.append(row)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress.ProgressDisplay, "update", interrupt_on_second)
+    config = tiny.replace(out=str(tmp_path), run_name="cut", log_every=1)
+    try:
+        rl.train(config)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interrupt did not propagate")
+    run = tmp_path / "cut"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["iterations"] == 2
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2]
+    assert not list(run.glob("*.tmp"))
