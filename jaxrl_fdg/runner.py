@@ -6,6 +6,7 @@ back, writing ``metrics.jsonl``, updating progress. Between boundaries the plan 
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -85,24 +86,36 @@ def train(
     history: list[dict[str, np.ndarray]] = []
     rows: list[dict[str, Any]] = []
     status = "interrupted"
-    start = time.perf_counter()
+    start = last = time.perf_counter()
+
+    def record(pending: Any) -> None:
+        """Read one chunk's metrics back (waiting for it), then log them."""
+        nonlocal last
+        with timings.scope("wait"):
+            metrics = plan.collect(pending)
+        with timings.scope("host"):
+            history.append(metrics)
+            now = time.perf_counter()
+            row = _row(metrics, sum(map(_length, history)), config, now - start, now - last)
+            last = now
+            rows.append(row)
+            if folder is not None:
+                folder.append_metrics(row)
+            display.update(row)
+
     try:
-        done = 0
-        while done < config.num_iterations:
-            n = min(config.boundary_every, config.num_iterations - done)
-            window_start = time.perf_counter()
+        # One chunk stays queued behind the one being read, so the device never idles while the
+        # host reads metrics and logs: chunk k+1 is dispatched before chunk k is collected.
+        in_flight: collections.deque = collections.deque()
+        for n in _chunks(config.num_iterations, config.boundary_every):
             state, pending = plan.advance(state, n)
-            with timings.scope("wait"):
-                metrics = plan.collect(pending)
-                jax.block_until_ready(state)
-            done += n
-            with timings.scope("host"):
-                history.append(metrics)
-                row = _row(metrics, done, config, time.perf_counter() - start, window_start)
-                rows.append(row)
-                if folder is not None:
-                    folder.append_metrics(row)
-                display.update(row)
+            in_flight.append(pending)
+            if len(in_flight) > 1:
+                record(in_flight.popleft())
+        while in_flight:
+            record(in_flight.popleft())
+        with timings.scope("wait"):
+            jax.block_until_ready(state)
         status = "completed"
     finally:
         run_seconds = time.perf_counter() - start
@@ -118,9 +131,16 @@ def train(
     return RunResult(state, metrics, summary, folder.path if folder else None)
 
 
-def _row(metrics, iterations, config, wall, window_start) -> dict[str, Any]:
-    n = len(next(iter(metrics.values())))
-    window_wall = time.perf_counter() - window_start
+def _chunks(total: int, size: int) -> list[int]:
+    return [min(size, total - done) for done in range(0, total, size)]
+
+
+def _length(metrics: dict[str, np.ndarray]) -> int:
+    return len(next(iter(metrics.values())))
+
+
+def _row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
+    n = _length(metrics)
     row: dict[str, Any] = {
         "iteration": iterations,
         "step": iterations * config.steps_per_iteration,
