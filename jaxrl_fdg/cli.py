@@ -31,6 +31,7 @@ _RUN_FLAGS = {
     "out": "parent folder of run folders ('' to write nothing)",
     "run_name": "name of the run folder",
     "log_every": "iterations between host boundaries (0: auto)",
+    "profile": "timing: off | host | sync | trace",
 }
 
 
@@ -55,6 +56,16 @@ def _dispatch(argv: list[str]) -> int:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("train", help="train an agent", add_help=False)
     sub.add_parser("list", help="list algorithms, environments and fusion modes")
+    prof = sub.add_parser("profile", help="where the time goes, under several fusion modes")
+    prof.add_argument("--algo", default=cfg.TrainConfig.algo)
+    prof.add_argument("--env", default=cfg.TrainConfig.env)
+    prof.add_argument("--fusion", default="step,fragment,scan", help="comma-separated modes")
+    prof.add_argument("--profile", default="trace", help="timing mode: host | sync | trace")
+    prof.add_argument("--total-steps", type=int, default=51_200)
+    prof.add_argument("--num-envs", type=int, default=cfg.TrainConfig.num_envs)
+    prof.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
+    prof.add_argument("--seed", type=int, default=0)
+    prof.add_argument("--out", default="runs", help="parent folder of the run folders")
     graph = sub.add_parser("graph", help="print an algorithm's dataflow graph")
     graph.add_argument("algo", help="algorithm name")
     graph.add_argument("--env", default=cfg.TrainConfig.env)
@@ -65,6 +76,8 @@ def _dispatch(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "list":
         return _list()
+    if args.command == "profile":
+        return _profile(args)
     return _graph(args)
 
 
@@ -77,7 +90,7 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     run = parser.add_argument_group("run")
     hints = typing.get_type_hints(cfg.TrainConfig)
     for name, help_text in _RUN_FLAGS.items():
-        kind = str if name in ("out", "run_name") else hints[name]
+        kind = str if name in ("out", "run_name", "profile") else hints[name]
         run.add_argument(
             _flag(name),
             dest=name,
@@ -150,6 +163,67 @@ def _graph(args: argparse.Namespace) -> int:
     loop = build_loop(cfg.resolve(config))
     print(loop.graph.describe(PROGRAMS))
     return 0
+
+
+_PROFILE_ROWS = (
+    ("compile s", lambda t: t["compile_s"]),
+    ("run s", lambda t: t["run_s"]),
+    ("host: dispatch s", lambda t: t["dispatch_s"]),
+    ("host: waiting on device s", lambda t: t["device_wait_s"]),
+    ("host: device→host s", lambda t: t["d2h_s"]),
+    ("host: bookkeeping s", lambda t: t["host_bookkeeping_s"]),
+    ("timing layer cost s", lambda t: t["overhead_s"]),
+)
+
+
+def _profile(args: argparse.Namespace) -> int:
+    modes = [m.strip() for m in args.fusion.split(",") if m.strip()]
+    base = cfg.TrainConfig(
+        algo=args.algo,
+        env=args.env,
+        total_steps=args.total_steps,
+        num_envs=args.num_envs,
+        rollout_len=args.rollout_len,
+        seed=args.seed,
+        out=args.out or None,
+        progress=False,
+        profile=args.profile,
+    )
+    configs = [base.replace(fusion=mode) for mode in modes]
+    for config in configs:  # every name and size is checked before anything compiles
+        cfg.resolve(config)
+    if args.profile == "off":
+        raise ConfigError("profile mode 'off' measures nothing (valid here: host, sync, trace)")
+    results = {}
+    for config in configs:
+        print(f"running {config.fusion} ...", file=sys.stderr, flush=True)
+        results[config.fusion] = train(config).summary
+    width = max(len(r[0]) for r in _PROFILE_ROWS) + 14
+    print(f"{'':<{width}}" + "".join(f"{m:>12}" for m in modes))
+    for label, get in _PROFILE_ROWS:
+        print(f"{label:<{width}}" + "".join(f"{get(results[m]['timing']):>12.3f}" for m in modes))
+    print(
+        f"{'env-steps/s':<{width}}" + "".join(f"{results[m]['steps_per_s']:>12,.0f}" for m in modes)
+    )
+    scopes = sorted({k for r in results.values() for k in _device_shares(r)})
+    for name in scopes:
+        cells = "".join(f"{_device_shares(results[m]).get(name, 0.0):>11.0%} " for m in modes)
+        print(f"{'device share: ' + name:<{width}}" + cells)
+    busy = [results[m]["timing"]["device_busy"] for m in modes]
+    if any(b is not None for b in busy):
+        print(
+            f"{'device busy':<{width}}"
+            + "".join(f"{'—' if b is None else format(b, '.0%'):>12}" for b in busy)
+        )
+    return 0
+
+
+def _device_shares(summary: dict[str, Any]) -> dict[str, float]:
+    scoped = summary["timing"].get("device_by_scope")
+    if not scoped:
+        return {}
+    total = sum(scoped["device_exclusive_s"].values()) or 1.0
+    return {k: v / total for k, v in scoped["device_exclusive_s"].items()}
 
 
 def _flag(name: str) -> str:

@@ -23,6 +23,7 @@ from jaxrl_fdg import envs, validate
 from jaxrl_fdg.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fusion import FUSION_MODES
+from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
 
 # Host boundaries per run when ``log_every`` is left at 0 (auto).
 AUTO_BOUNDARIES = 25
@@ -47,6 +48,7 @@ class TrainConfig:
         ``AUTO_BOUNDARIES`` boundaries per run. In ``scan`` mode it is also the number of
         iterations fused into one program call.
       progress: show live progress while training.
+      profile: timing mode, one of ``off | host | sync | trace`` (see ``jaxrl_fdg.profiling``).
       hparams: overrides of the algorithm's hyperparameters, by field name.
     """
 
@@ -61,6 +63,7 @@ class TrainConfig:
     run_name: str | None = None
     log_every: int = 0
     progress: bool = True
+    profile: str = "host"
     hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -100,6 +103,7 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     except envs.UnknownEnvironmentError as e:
         raise ConfigError(str(e)) from None
     validate.choice("fusion mode", config.fusion, FUSION_MODES)
+    validate.choice("profile mode", config.profile, PROFILE_MODES)
     for name in ("total_steps", "num_envs", "rollout_len"):
         validate.positive_int(name, getattr(config, name))
     validate.non_negative("log_every", config.log_every)

@@ -125,7 +125,10 @@ def call(frag: Fragment, state: State, inputs: Edges, key: jax.Array) -> tuple[S
         raise ValueError(
             f"fragment {frag.name!r} needs input edge(s) {missing}; got {sorted(inputs)}"
         )
-    state, outputs = frag.apply(state, {n: inputs[n] for n in frag.inputs}, key)
+    # The scope name reaches the compiled program's op metadata: it is how a profiler trace of a
+    # fused program splits device time by fragment (jaxrl_fdg.profiling.trace).
+    with jax.named_scope(frag.name):
+        state, outputs = frag.apply(state, {n: inputs[n] for n in frag.inputs}, key)
     if set(outputs) != set(frag.outputs):
         raise ValueError(
             f"fragment {frag.name!r} declared outputs {sorted(frag.outputs)} "

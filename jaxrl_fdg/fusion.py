@@ -57,28 +57,34 @@ class Plan:
 
     def init(self, key: jax.Array) -> LoopState:
         """The initial loop state (itself a compiled program, except in eager mode)."""
-        with self.timings.scope("compile:init"):
-            init = jax.jit(self.loop.init).lower(key).compile()
-        with self.timings.scope("init"):
-            return init(key)
+        with self.timings.scope("compile:init", always=True):
+            self._programs["init"] = jax.jit(self.loop.init).lower(key).compile()
+        return self._call("init", key)
 
     def compile(self, state: LoopState) -> None:
         """Compile every program for the shapes of ``state`` (charged to ``compile:<name>``)."""
         for name, (fn, args) in self._signatures(state).items():
-            with self.timings.scope(f"compile:{name}"):
+            with self.timings.scope(f"compile:{name}", always=True):
                 self._programs[name] = jax.jit(fn).lower(*args).compile()
+
+    @property
+    def compiled(self) -> dict[str, Any]:
+        """The compiled executables by program name (empty in eager mode)."""
+        return {k: v for k, v in self._programs.items() if hasattr(v, "as_text")}
 
     def advance(self, state: LoopState, n: int) -> tuple[LoopState, Any]:
         """Dispatch ``n`` iterations. Returns the new state and the metrics still on the device;
         :meth:`collect` reads them back (the host waits there, not here)."""
-        if not self._programs:
+        if set(self._programs) <= {"init"}:
             self.compile(state)
         with self._context():
             return self._advance(state, n)
 
     def collect(self, pending: Any) -> dict[str, np.ndarray]:
-        """Per-iteration metrics ``{name: [n]}`` on the host, from what :meth:`advance` returned."""
-        per_iteration = jax.device_get(pending)
+        """Per-iteration metrics ``{name: [n]}`` on the host, from what :meth:`advance` returned.
+
+        The wait for the device and the copy are charged to the open scope."""
+        per_iteration = self.timings.device_get(pending)
         return {k: np.stack([m[k] for m in per_iteration]) for k in per_iteration[0]}
 
     # -- per-mode hooks -------------------------------------------------------------------
@@ -94,7 +100,10 @@ class Plan:
 
     def _call(self, name: str, *args: Any):
         with self.timings.scope(name):
-            return self._programs[name](*args)
+            out = self._programs[name](*args)
+            if self.timings.synchronous:
+                self.timings.wait(out)
+            return out
 
 
 class _StepPlan(Plan):
@@ -244,7 +253,7 @@ class _ScanPlan(Plan):
 
     def collect(self, pending):
         buffers, n = pending
-        return {k: v[:n] for k, v in jax.device_get(buffers).items()}
+        return {k: v[:n] for k, v in self.timings.device_get(buffers).items()}
 
 
 _PLANS = {

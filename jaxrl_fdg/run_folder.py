@@ -47,7 +47,10 @@ class RunFolder:
         self._metrics.flush()
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        _atomic_write(self.path / "summary.json", json.dumps(summary, indent=2) + "\n")
+        self.write_json("summary.json", summary)
+
+    def write_json(self, name: str, data: dict[str, Any]) -> None:
+        _atomic_write(self.path / name, json.dumps(data, indent=2) + "\n")
 
     def close(self) -> None:
         if self._metrics is not None:

@@ -19,11 +19,13 @@ from jaxrl_fdg.config import Resolved, TrainConfig, resolve, to_mapping
 from jaxrl_fdg.env_fragment import env_fragment
 from jaxrl_fdg.fusion import make_plan
 from jaxrl_fdg.loop import Loop, LoopState
-from jaxrl_fdg.profiling import Timings, summarize, summary_table
+from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, summary_table, trace
+from jaxrl_fdg.profiling.timers import user_scope_names
 from jaxrl_fdg.progress import ProgressDisplay
 from jaxrl_fdg.run_folder import RunFolder
 
 _EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
+TRACE_ITERATIONS = 2  # iterations inside the profiler window of ``--profile trace``
 
 
 class RunResult(NamedTuple):
@@ -71,7 +73,8 @@ def train(
     """Train as ``config`` says; write the run folder; return the final state and metrics."""
     resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
     loop = build_loop(resolved)
-    timings = Timings()
+    timings = Timings(config.profile)
+    overhead = scope_overhead(config.profile) if timings.enabled else 0.0
     plan = make_plan(config.fusion, loop, timings, chunk=config.boundary_every)
     folder = RunFolder.create(config) if config.out is not None else None
     if folder is not None:
@@ -85,15 +88,17 @@ def train(
     display = ProgressDisplay(total, label, enabled=config.progress)
     history: list[dict[str, np.ndarray]] = []
     rows: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    session = 0.0  # the profiler's own start, stop and export: excluded from run time
     status = "interrupted"
     start = last = time.perf_counter()
 
     def record(pending: Any) -> None:
         """Read one chunk's metrics back (waiting for it), then log them."""
         nonlocal last
-        with timings.scope("wait"):
+        with timings.scope("collect"):
             metrics = plan.collect(pending)
-        with timings.scope("host"):
+        with timings.scope("log"):
             history.append(metrics)
             now = time.perf_counter()
             row = _row(metrics, sum(map(_length, history)), config, now - start, now - last)
@@ -103,32 +108,73 @@ def train(
                 folder.append_metrics(row)
             display.update(row)
 
+    chunks = _chunks(config.num_iterations, config.boundary_every)
+    traced = None
+    if config.profile == "trace":
+        chunks, traced = _split_for_trace(chunks, TRACE_ITERATIONS)
     try:
         # One chunk stays queued behind the one being read, so the device never idles while the
         # host reads metrics and logs: chunk k+1 is dispatched before chunk k is collected.
         in_flight: collections.deque = collections.deque()
-        for n in _chunks(config.num_iterations, config.boundary_every):
+        for i, n in enumerate(chunks):
+            if i == traced:  # the profiler window holds this chunk alone
+                while in_flight:
+                    record(in_flight.popleft())
+                opened = time.perf_counter()
+                with trace.capture() as events:
+                    window = time.perf_counter()
+                    state, pending = plan.advance(state, n)
+                    record(pending)
+                    window = time.perf_counter() - window
+                session += time.perf_counter() - opened - window
+                continue
             state, pending = plan.advance(state, n)
             in_flight.append(pending)
             if len(in_flight) > 1:
                 record(in_flight.popleft())
         while in_flight:
             record(in_flight.popleft())
-        with timings.scope("wait"):
-            jax.block_until_ready(state)
+        with timings.scope("collect"):
+            timings.wait(state)
         status = "completed"
     finally:
-        run_seconds = time.perf_counter() - start
+        run_seconds = time.perf_counter() - start - session
         display.close()
         metrics = _concat(history)
-        timing = summarize(timings, run_seconds)
+        attribution = None
+        if events:
+            scopes = {f.name for f in loop.graph.fragments} | user_scope_names()
+            programs = [c.as_text() for c in plan.compiled.values()]
+            attribution, events = trace.attribute(events, programs, scopes)
+        timing = summarize(timings, run_seconds, overhead=overhead, attribution=attribution)
+        timing["profiler_session_s"] = session
         summary = _summary(config, status, rows, metrics, timing)
         if folder is not None:
             folder.write_summary(summary)
+            _write_profile(folder, config, timings, timing, events)
             folder.close()
     if print_summary:
         print(format_summary(summary))
     return RunResult(state, metrics, summary, folder.path if folder else None)
+
+
+def _write_profile(folder: RunFolder, config: TrainConfig, timings, timing, events) -> None:
+    if not timings.enabled:
+        return
+    folder.write_json("profile.json", {**timing, "scopes": timings.as_dict()})
+    if events:
+        trace.write_trace(folder.path / "trace.json.gz", events)
+    if config.profile in ("sync", "trace"):
+        chart.stacked_bars(timing, folder.path / "profile.png", title=folder.path.name)
+
+
+def _split_for_trace(chunks: list[int], size: int) -> tuple[list[int], int]:
+    """Carve a chunk of ``size`` iterations out of the second chunk (the first, if alone), so the
+    profiler window is short and follows a warm-up. Boundaries never change results."""
+    i = 1 if len(chunks) > 1 else 0
+    n = min(size, chunks[i])
+    pieces = [n] + ([chunks[i] - n] if chunks[i] > n else [])
+    return chunks[:i] + pieces + chunks[i + 1 :], i
 
 
 def _chunks(total: int, size: int) -> list[int]:

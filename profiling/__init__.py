@@ -1,18 +1,29 @@
-"""Timing: host time per scope, JAX compile time charged to the open scope, summaries."""
+"""Timing: scopes per fragment and program, compile time, device time, overhead correction."""
 
+from jaxrl_fdg.profiling import chart, trace
 from jaxrl_fdg.profiling.report import summarize, summary_table
 from jaxrl_fdg.profiling.timers import (
+    MODES,
     ScopeStats,
     Timings,
     compile_count,
+    corrected,
     install_compile_listener,
+    scope,
+    scope_overhead,
 )
 
 __all__ = [
+    "MODES",
     "ScopeStats",
     "Timings",
+    "chart",
     "compile_count",
+    "corrected",
     "install_compile_listener",
+    "scope",
+    "scope_overhead",
     "summarize",
     "summary_table",
+    "trace",
 ]

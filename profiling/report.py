@@ -1,28 +1,38 @@
 """Turn a run's :class:`~jaxrl_fdg.profiling.timers.Timings` into a summary and a table.
 
 Scope names follow the runner's conventions: ``compile:<program>`` for ahead-of-time compilation,
-``wait`` for the host blocking on device results at host boundaries, ``host`` for host-side
-bookkeeping at boundaries (metrics, logging, progress), and the program names of the fusion plan
-for dispatch (the time a call takes to return, not the device time it enqueues).
+``collect`` for reading metrics back at host boundaries (the host waits on the device there, then
+copies), ``log`` for host-side bookkeeping (metrics rows, progress), and the fusion plan's program
+names (``scan``, ``actor``, ``env``, ``learner``, …) for dispatch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from jaxrl_fdg.profiling.timers import Timings
+from jaxrl_fdg.profiling.timers import ScopeStats, Timings
+from jaxrl_fdg.profiling.trace import Attribution
 from rich.console import Console
 from rich.table import Table
 
-_SPECIAL = ("wait", "host")
+_BOUNDARY = ("collect", "log")
 
 
-def summarize(timings: Timings, run_seconds: float) -> dict[str, Any]:
-    """Per-program dispatch and compile time, and the run's split into host and device waiting.
+def summarize(
+    timings: Timings,
+    run_seconds: float,
+    *,
+    overhead: float = 0.0,
+    attribution: Attribution | None = None,
+) -> dict[str, Any]:
+    """Per-program and per-run figures, seconds unless stated.
 
     ``run_seconds`` is the wall time of the training loop (compilation ahead of time excluded).
-    ``device_wait_s`` is a lower bound on device time: time the device computes while the host is
-    still dispatching is hidden by asynchrony and counts as host time.
+    ``device_wait_s`` is what the host spent blocked on the device: in ``sync`` mode it includes a
+    wait after every program call (that program's device time); otherwise only the waits at host
+    boundaries, a lower bound on device time since device work that overlaps host work is hidden.
+    ``overhead_s`` is the calibrated cost of the timing layer's own scope events, subtracted in
+    ``corrected_run_s``.
     """
     scopes = timings.scopes
     programs: dict[str, dict[str, float]] = {}
@@ -32,50 +42,86 @@ def summarize(timings: Timings, run_seconds: float) -> dict[str, Any]:
             program = name.split(":", 1)[1]
             programs.setdefault(program, _row())["compile_s"] += stats.wall
             aot_compile += stats.wall
-        elif name not in _SPECIAL:
+        elif name not in _BOUNDARY:
             row = programs.setdefault(name, _row())
             row["calls"] += stats.calls
-            # Anything JAX compiled inside a call (eager mode compiles op by op) is compile time.
-            row["compile_s"] += stats.compile
-            row["dispatch_s"] += stats.wall - stats.compile
-    in_run_compile = sum(s.compile for n, s in scopes.items() if not n.startswith("compile:"))
-    wait = scopes["wait"].wall if "wait" in scopes else 0.0
-    host = scopes["host"].wall if "host" in scopes else 0.0
+            row["compile_s"] += stats.compile  # eager mode compiles op by op, inside calls
+            row["dispatch_s"] += stats.host
+            row["device_s"] += stats.wait
+    run_scopes = [s for n, s in scopes.items() if not n.startswith("compile:")]
+    in_run_compile = sum(s.compile for s in run_scopes)
+    collect = scopes.get("collect", ScopeStats())
+    log = scopes.get("log", ScopeStats())
     dispatch = sum(r["dispatch_s"] for r in programs.values())
-    return {
+    wait = collect.wait + sum(r["device_s"] for r in programs.values())
+    events = sum(s.calls for s in run_scopes)
+    accounted = dispatch + wait + collect.d2h + log.wall + in_run_compile
+    summary: dict[str, Any] = {
+        "mode": timings.mode,
         "programs": programs,
         "compile_s": aot_compile + in_run_compile,
         "run_s": run_seconds,
         "dispatch_s": dispatch,
         "device_wait_s": wait,
-        "host_bookkeeping_s": host,
-        "other_host_s": max(0.0, run_seconds - dispatch - wait - host - in_run_compile),
+        "d2h_s": collect.d2h,
+        "host_bookkeeping_s": log.wall,
+        "other_host_s": max(0.0, run_seconds - accounted),
+        "scope_events": events,
+        "overhead_per_event_s": overhead,
+        "overhead_s": events * overhead,
+        "corrected_run_s": max(0.0, run_seconds - events * overhead),
+        "device_busy": None,
+        "device_by_scope": None,
     }
+    if timings.synchronous and run_seconds > 0:
+        summary["device_busy"] = wait / run_seconds
+    if attribution is not None:
+        summary["device_busy"] = attribution.device_busy
+        summary["device_by_scope"] = attribution.as_dict()
+    return summary
 
 
 def _row() -> dict[str, float]:
-    return {"calls": 0, "dispatch_s": 0.0, "compile_s": 0.0}
+    return {"calls": 0, "dispatch_s": 0.0, "compile_s": 0.0, "device_s": 0.0}
 
 
 def summary_table(summary: dict[str, Any], title: str = "where the time went") -> str:
     """Render :func:`summarize`'s result as a fixed-width table."""
-    table = Table(title=title, title_justify="left")
-    for column in ("program", "calls", "compile s", "dispatch s"):
+    sync = summary["mode"] == "sync"
+    table = Table(title=f"{title} (profile: {summary['mode']})", title_justify="left")
+    columns = ["program", "calls", "compile s", "dispatch s"] + (["device s"] if sync else [])
+    for column in columns:
         table.add_column(column, justify="left" if column == "program" else "right")
     for name, row in summary["programs"].items():
-        table.add_row(
-            name, f"{row['calls']:,}", f"{row['compile_s']:.2f}", f"{row['dispatch_s']:.3f}"
-        )
+        cells = [name, f"{row['calls']:,}", f"{row['compile_s']:.2f}", f"{row['dispatch_s']:.3f}"]
+        table.add_row(*cells, *([f"{row['device_s']:.3f}"] if sync else []))
     run = summary["run_s"] or 1.0
+    pad = [""] * (len(columns) - 2)
+
+    def line(label: str, seconds: float, share: float | None = None) -> None:
+        share = seconds / run if share is None else share
+        table.add_row(label, *pad, f"{seconds:.3f} ({100 * share:.0f}%)")
+
     table.add_section()
-    for label, key in (
-        ("host: dispatch (Python + launching programs)", "dispatch_s"),
-        ("host: bookkeeping at boundaries", "host_bookkeeping_s"),
-        ("host: waiting on the device", "device_wait_s"),
-        ("host: other (loop, transfers)", "other_host_s"),
-    ):
-        table.add_row(label, "", "", f"{summary[key]:.3f} ({100 * summary[key] / run:.0f}%)")
-    console = Console(width=100, record=True, file=_Null())
+    line("host: dispatch (Python + launching programs)", summary["dispatch_s"])
+    line("host: waiting on the device", summary["device_wait_s"])
+    line("host: device→host copies", summary["d2h_s"])
+    line("host: bookkeeping at boundaries", summary["host_bookkeeping_s"])
+    line("host: other (loop, Python)", summary["other_host_s"])
+    if summary["overhead_s"]:
+        line("timing layer's own cost (subtracted)", summary["overhead_s"])
+    if summary.get("profiler_session_s"):
+        session = summary["profiler_session_s"]
+        table.add_row("profiler start/stop/export (not in run)", *pad, f"{session:.3f}")
+    scoped = summary.get("device_by_scope")
+    if scoped:
+        table.add_section()
+        busy = scoped["device_busy_s"] or 1.0
+        for name, seconds in sorted(scoped["device_exclusive_s"].items(), key=lambda kv: -kv[1]):
+            line(f"device: {name} (traced window)", seconds, seconds / busy)
+    if summary["device_busy"] is not None:
+        table.add_row("device busy", *pad, f"{100 * summary['device_busy']:.0f}%")
+    console = Console(width=110, record=True, file=_Null())
     console.print(table)
     return console.export_text()
 

@@ -1,24 +1,34 @@
-"""Host-side timers: named scopes, and JAX compile events charged to the open scope.
+"""Host-side timers: named, nestable scopes, and JAX compile events charged to the open scope.
 
-A :class:`Timings` records, per scope name, the number of calls, the wall time spent inside the
-scope and the compile time JAX reported while the scope was open (JAX's ``jax.monitoring``
-duration events fire on the calling thread, so they can be charged to whichever scope that thread
-has open). Scopes nest; wall time is inclusive.
+A :class:`Timings` records, per scope name: calls, inclusive and exclusive wall time, the compile
+time JAX reported while the scope was open (``jax.monitoring`` duration events fire on the calling
+thread, so they can be charged to whichever scope that thread has open), the time the host spent
+blocked on the device, and explicit transfers. Scopes nest; a child's time is inclusive in its
+parent and excluded from the parent's ``exclusive``.
 
 Reading a clock around an asynchronously dispatched JAX call measures *host* time only (Python and
-dispatch). Device time is what the host then spends waiting in ``block_until_ready``; the runner
-opens a ``wait`` scope around that call so the two are reported apart.
+dispatch). Device time is what the host then spends in ``block_until_ready``: :meth:`Timings.wait`
+records it against the open scope.
+
+Modes (see :data:`MODES`): ``off`` records nothing per call; ``host`` records host timers and
+compile events without ever synchronising; ``sync`` additionally blocks on each program's outputs
+when its scope closes, so a program's device time is measured exactly (and overlap is destroyed);
+``trace`` is ``host`` plus a profiler window whose device ops are attributed to scopes later.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import jax
+
+MODES = ("off", "host", "sync", "trace")
 
 # JAX's compile pipeline: tracing to a jaxpr, lowering to StableHLO, XLA backend compile.
 COMPILE_EVENTS = (
@@ -31,50 +41,160 @@ BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 
 @dataclass
 class ScopeStats:
+    """Seconds, per scope. ``wall`` is inclusive of nested scopes; ``exclusive`` is not."""
+
     calls: int = 0
-    wall: float = 0.0  # seconds, inclusive of nested scopes
-    compile: float = 0.0  # seconds JAX spent tracing, lowering and compiling inside the scope
+    wall: float = 0.0
+    exclusive: float = 0.0
+    compile: float = 0.0  # tracing, lowering and compiling inside the scope
     compiles: int = 0  # XLA backend compilations inside the scope
+    wait: float = 0.0  # host blocked on the device inside the scope
+    d2h: float = 0.0  # explicit device→host copies inside the scope
+    h2d: float = 0.0  # explicit host→device copies inside the scope
+    events: int = 0  # scope events nested inside (for overhead correction)
+    children: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def host(self) -> float:
+        """Exclusive time in Python and dispatch: not compiling, waiting or copying."""
+        return max(0.0, self.exclusive - self.compile - self.wait - self.d2h - self.h2d)
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "calls": self.calls,
+            "wall_s": self.wall,
+            "exclusive_s": self.exclusive,
+            "host_s": self.host,
+            "compile_s": self.compile,
+            "compiles": self.compiles,
+            "wait_s": self.wait,
+            "d2h_s": self.d2h,
+            "h2d_s": self.h2d,
+        }
 
 
 class Timings:
-    """Per-scope call counts, wall time and compile time for one run."""
+    """Per-scope statistics for one run, in one of :data:`MODES`."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "host"):
+        if mode not in MODES:
+            raise ValueError(f"unknown profile mode {mode!r} (valid: {', '.join(MODES)})")
+        self.mode = mode
         self.scopes: dict[str, ScopeStats] = {}
-        self._stack: list[str] = []
+        self._stack: list[list[Any]] = []  # [name, start, child time, child events]
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    @property
+    def synchronous(self) -> bool:
+        return self.mode == "sync"
 
     @contextlib.contextmanager
-    def scope(self, name: str) -> Iterator[None]:
-        stats = self.scopes.setdefault(name, ScopeStats())
-        self._stack.append(name)
-        _ACTIVE.stack.append(self)
-        start = time.perf_counter()
-        try:
+    def scope(self, name: str, *, always: bool = False) -> Iterator[None]:
+        """Time the block as scope ``name``. In ``off`` mode only ``always`` scopes are timed."""
+        if not (self.enabled or always):
             yield
+            return
+        stats = self.scopes.setdefault(name, ScopeStats())
+        frame = [name, 0.0, 0.0, 0]
+        self._stack.append(frame)
+        _ACTIVE.stack.append(self)
+        annotation = (
+            jax.profiler.TraceAnnotation(name) if self.mode == "trace" else contextlib.nullcontext()
+        )
+        frame[1] = time.perf_counter()
+        try:
+            with annotation:
+                yield
         finally:
-            stats.wall += time.perf_counter() - start
-            stats.calls += 1
+            elapsed = time.perf_counter() - frame[1]
             _ACTIVE.stack.pop()
             self._stack.pop()
+            stats.calls += 1
+            stats.wall += elapsed
+            stats.exclusive += elapsed - frame[2]
+            stats.events += frame[3]
+            if self._stack:
+                parent = self._stack[-1]
+                parent[2] += elapsed
+                parent[3] += 1 + frame[3]
+                children = self.scopes[parent[0]].children
+                children[name] = children.get(name, 0) + 1
+
+    def wait(self, tree: Any) -> Any:
+        """``block_until_ready(tree)``, charged as device waiting to the open scope."""
+        start = time.perf_counter()
+        jax.block_until_ready(tree)
+        self._charge("wait", time.perf_counter() - start)
+        return tree
+
+    def device_get(self, tree: Any) -> Any:
+        """Wait for ``tree`` (charged as waiting), then copy it to the host (charged as d2h)."""
+        self.wait(tree)
+        start = time.perf_counter()
+        host = jax.device_get(tree)
+        self._charge("d2h", time.perf_counter() - start)
+        return host
+
+    def _charge(self, kind: str, seconds: float) -> None:
+        if self._stack:
+            stats = self.scopes[self._stack[-1][0]]
+            setattr(stats, kind, getattr(stats, kind) + seconds)
 
     def _charge_compile(self, event: str, seconds: float) -> None:
         if not self._stack:
             return
-        stats = self.scopes[self._stack[-1]]
+        stats = self.scopes[self._stack[-1][0]]
         stats.compile += seconds
         stats.compiles += event == BACKEND_COMPILE
 
     def as_dict(self) -> dict[str, dict[str, float]]:
-        return {
-            name: {
-                "calls": s.calls,
-                "wall_s": s.wall,
-                "compile_s": s.compile,
-                "compiles": s.compiles,
-            }
-            for name, s in self.scopes.items()
-        }
+        return {name: s.as_dict() for name, s in self.scopes.items()}
+
+
+# -- user scopes ----------------------------------------------------------------------------
+
+
+def scope(name: str):
+    """Time a block (``with scope("replay"):``) or a function (``@scope("replay")``) in the
+    active run's timings. Outside a profiled run it does nothing.
+
+    Inside a jitted function a host timer measures tracing, not execution; there the scope name
+    still reaches the compiled program (through ``jax.named_scope``), where ``trace`` mode
+    attributes device time to it.
+    """
+    return _UserScope(name)
+
+
+_USER_SCOPES: set[str] = set()
+
+
+def user_scope_names() -> set[str]:
+    """Every name given to :func:`scope` in this process (trace attribution looks for them)."""
+    return set(_USER_SCOPES)
+
+
+class _UserScope(contextlib.ContextDecorator):
+    def __init__(self, name: str):
+        _USER_SCOPES.add(name)
+        self.name = name
+        self._stack: list[contextlib.ExitStack] = []
+
+    def __enter__(self):
+        stack = contextlib.ExitStack()
+        stack.enter_context(jax.named_scope(self.name))
+        if _ACTIVE.stack:
+            stack.enter_context(_ACTIVE.stack[-1].scope(self.name))
+        self._stack.append(stack)
+        return self
+
+    def __exit__(self, *exc):
+        return self._stack.pop().__exit__(*exc)
+
+
+# -- process-wide compile listener -----------------------------------------------------------
 
 
 class _Active(threading.local):
@@ -110,4 +230,52 @@ def compile_count() -> int:
     return _COMPILE_COUNT["count"]
 
 
+# -- calibration ------------------------------------------------------------------------------
+
+
+@functools.cache
+def scope_overhead(mode: str = "host", samples: int = 2000) -> float:
+    """Seconds one scope event costs (enter + exit, bookkeeping included), measured once.
+
+    RL-Scope (Gleeson et al., MLSys 2021) calibrates each instrumentation event's cost and
+    subtracts it from the time of the operation that contains it; :func:`corrected` does that.
+    The figure is the median of 20 batches, so a descheduled batch does not skew it.
+    """
+    timings = Timings(mode if mode != "trace" else "host")
+    batches = []
+    for _ in range(20):
+        start = time.perf_counter()
+        for _ in range(samples // 20):
+            with timings.scope("calibration"):
+                pass
+        batches.append((time.perf_counter() - start) / (samples // 20))
+    baseline = []
+    for _ in range(20):
+        start = time.perf_counter()
+        for _ in range(samples // 20):
+            with contextlib.nullcontext():
+                pass
+        baseline.append((time.perf_counter() - start) / (samples // 20))
+    batches.sort()
+    baseline.sort()
+    return max(0.0, batches[len(batches) // 2] - baseline[len(baseline) // 2])
+
+
+def corrected(stats: ScopeStats, overhead: float) -> float:
+    """A scope's inclusive wall time minus the calibrated cost of the scope events inside it."""
+    return max(0.0, stats.wall - stats.events * overhead)
+
+
 install_compile_listener()
+
+
+__all__ = [
+    "MODES",
+    "ScopeStats",
+    "Timings",
+    "compile_count",
+    "corrected",
+    "install_compile_listener",
+    "scope",
+    "scope_overhead",
+]

@@ -1,0 +1,189 @@
+"""Device time inside compiled programs, attributed to named scopes through a profiler trace.
+
+A ``jax.profiler`` trace on CPU holds one event per executed HLO instruction (``hlo_module``,
+``hlo_op``). The compiled program's text maps each instruction to its ``op_name`` metadata, which
+keeps the ``jax.named_scope`` path it was traced under (``.../while/body/learner/...``). Matching
+the two splits a fused program's device time by fragment: the innermost known scope on an op's
+path gets its time (exclusive), every known scope on the path counts it (inclusive), and ops under
+no known scope are the loop's own glue.
+
+Control-flow instructions (``while``, ``conditional``, ``call``) span the ops they run; they are
+left out so nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+
+# Device time under no known scope: while-loop control and the carry copies XLA inserts, key
+# splits, trajectory and metric buffers. Measured on PPO/CartPole it is mostly `copy` ops.
+LOOP = "loop"
+_CONTROL_FLOW = {"while", "conditional", "call", "async-start", "async-done"}
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[^\s=]+)\s*=\s*(?P<rest>.*)$")
+_OP_NAME = re.compile(r'op_name="(?P<op_name>[^"]*)"')
+_MODULE = re.compile(r"^HloModule\s+(?P<module>[^\s,]+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    opcode: str
+    op_name: str
+
+
+def index_program(hlo_text: str) -> tuple[str, dict[str, Instruction]]:
+    """``(module name, {instruction name: Instruction})`` from a compiled program's text."""
+    module = _MODULE.search(hlo_text)
+    if module is None:
+        raise ValueError("not the text of a compiled HLO module (no 'HloModule' header)")
+    instructions = {}
+    for line in hlo_text.splitlines():
+        match = _INSTRUCTION.match(line)
+        if not match:
+            continue
+        op_name = _OP_NAME.search(match["rest"])
+        instructions[match["name"]] = Instruction(
+            _opcode(match["rest"]), op_name["op_name"] if op_name else ""
+        )
+    return module["module"], instructions
+
+
+def _opcode(rest: str) -> str:
+    """The opcode of ``<shape> <opcode>(operands), attrs``; tuple shapes contain parentheses."""
+    if rest.startswith("("):
+        depth, end = 0, len(rest)
+        for position, ch in enumerate(rest):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0:
+                end = position + 1
+                break
+    else:
+        end = rest.find(" ")
+    tail = rest[end:].lstrip()
+    return tail.split("(", 1)[0].strip()
+
+
+@dataclass
+class Attribution:
+    """Device seconds per scope over a trace window.
+
+    Attributes:
+      exclusive: ``{scope: s}``; every op counted once, under its innermost known scope or
+        :data:`LOOP`.
+      inclusive: ``{scope: s}``; an op counts for every known scope on its path.
+      busy_s: the union of device op intervals (time the device was doing anything).
+      window_s: the traced window's length.
+      ops: number of op events attributed.
+    """
+
+    exclusive: dict[str, float] = field(default_factory=dict)
+    inclusive: dict[str, float] = field(default_factory=dict)
+    busy_s: float = 0.0
+    window_s: float = 0.0
+    ops: int = 0
+
+    @property
+    def device_busy(self) -> float:
+        return self.busy_s / self.window_s if self.window_s > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "device_exclusive_s": self.exclusive,
+            "device_inclusive_s": self.inclusive,
+            "device_busy_s": self.busy_s,
+            "window_s": self.window_s,
+            "device_busy": self.device_busy,
+            "ops": self.ops,
+        }
+
+
+def attribute(
+    events: Iterable[Mapping[str, Any]],
+    programs: Iterable[str],
+    scopes: Iterable[str],
+) -> tuple[Attribution, list[dict[str, Any]]]:
+    """Split device op time among ``scopes``.
+
+    Args:
+      events: Chrome-trace events (``ph == "X"``, microsecond ``ts``/``dur``).
+      programs: compiled programs' HLO text (``Compiled.as_text()``).
+      scopes: the scope names to attribute to (fragment names and user scopes).
+    Returns:
+      The attribution, and the events with a ``scope`` added to each attributed op's ``args``.
+    """
+    index = {}
+    for text in programs:
+        module, instructions = index_program(text)
+        index[module] = instructions
+    known = set(scopes)
+    result = Attribution()
+    intervals = []
+    annotated = []
+    first, last = float("inf"), float("-inf")
+    for event in events:
+        event = dict(event)
+        annotated.append(event)
+        if event.get("ph") != "X":
+            continue
+        first = min(first, event["ts"])
+        last = max(last, event["ts"] + event.get("dur", 0.0))
+        args = event.get("args") or {}
+        instruction = index.get(args.get("hlo_module"), {}).get(args.get("hlo_op"))
+        if instruction is None or instruction.opcode in _CONTROL_FLOW:
+            continue
+        seconds = event.get("dur", 0.0) * 1e-6
+        path = [part for part in instruction.op_name.split("/") if part in known]
+        innermost = path[-1] if path else LOOP
+        result.exclusive[innermost] = result.exclusive.get(innermost, 0.0) + seconds
+        for name in set(path) or {LOOP}:
+            result.inclusive[name] = result.inclusive.get(name, 0.0) + seconds
+        result.ops += 1
+        intervals.append((event["ts"], event["ts"] + event.get("dur", 0.0)))
+        event["args"] = {**args, "scope": innermost}
+    result.busy_s = _union(intervals) * 1e-6
+    result.window_s = max(0.0, last - first) * 1e-6
+    return result, annotated
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for lo, hi in sorted(intervals):
+        if hi <= end:
+            continue
+        total += hi - max(lo, end)
+        end = hi
+    return total
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[list[dict[str, Any]]]:
+    """Profile the block; afterwards the yielded list holds the trace's Chrome-format events."""
+    events: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="jaxrl-fdg-trace-") as tmp:
+        options = jax.profiler.ProfileOptions()
+        options.python_tracer_level = 0  # Python-level tracing would dominate the window
+        options.host_tracer_level = 2
+        with jax.profiler.trace(tmp, create_perfetto_trace=True, profiler_options=options):
+            yield events
+        files = glob.glob(os.path.join(tmp, "**", "perfetto_trace.json.gz"), recursive=True)
+        if not files:
+            raise RuntimeError("jax.profiler wrote no perfetto trace")
+        with gzip.open(files[0], "rt") as f:
+            data = json.load(f)
+        events.extend(data["traceEvents"] if isinstance(data, dict) else data)
+
+
+def write_trace(path: str | os.PathLike, events: list[dict[str, Any]]) -> None:
+    """Write events as a gzipped Chrome/Perfetto trace (opens in ui.perfetto.dev)."""
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)

@@ -1,0 +1,96 @@
+"""The timing layer inside training runs: outputs, trace attribution, correction, the CLI."""
+
+import gzip
+import json
+import statistics
+
+import pytest
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.cli import main
+
+
+def test_trace_mode_attributes_fused_device_time_to_fragments(tiny, tmp_path):
+    config = tiny.replace(total_steps=2 * 8 * 6, profile="trace", out=str(tmp_path), run_name="t")
+    result = rl.train(config)
+    run = tmp_path / "t"
+    profile = json.loads((run / "profile.json").read_text())
+    device = profile["device_by_scope"]["device_exclusive_s"]
+    # Inside the one fused `scan` program, each fragment's ops are found by its named scope.
+    assert {"env", "actor", "learner"} <= set(device) and all(v > 0 for v in device.values())
+    assert 0.0 < profile["device_busy"] <= 1.0
+    assert profile["profiler_session_s"] > 0 and profile["run_s"] < result.summary["run_s"] + 1e-9
+    events = json.load(gzip.open(run / "trace.json.gz"))["traceEvents"]
+    scoped = {e["args"]["scope"] for e in events if "scope" in e.get("args", {})}
+    assert {"env", "actor", "learner"} <= scoped
+    # Our host scopes are in the same trace (TraceAnnotation), on the profiler's clock.
+    assert any(e.get("name") == "scan" for e in events)
+    assert (run / "profile.png").stat().st_size > 10_000
+    # Boundaries moved to carve out the traced window; the results did not.
+    plain = rl.train(tiny.replace(total_steps=2 * 8 * 6))
+    assert (result.metrics["loss"] == plain.metrics["loss"]).all()
+
+
+def test_sync_mode_measures_program_device_time(tiny):
+    timing = rl.train(tiny.replace(fusion="fragment", profile="sync")).summary["timing"]
+    assert timing["programs"]["learner"]["device_s"] > 0
+    assert timing["programs"]["rollout"]["device_s"] > 0
+    assert 0 < timing["device_busy"] <= 1
+
+
+def test_off_mode_writes_no_profile(tiny, tmp_path):
+    rl.train(tiny.replace(profile="off", out=str(tmp_path), run_name="o"))
+    assert not (tmp_path / "o" / "profile.json").exists()
+    assert (tmp_path / "o" / "summary.json").exists()
+
+
+def test_corrected_total_is_close_to_an_uninstrumented_run(tiny):
+    # Step mode makes 2 scope events per env step, the most the layer ever records. Band: ±25%,
+    # because single short runs on a loaded 2-core machine vary by ±10% on their own; medians of
+    # three interleaved runs of each.
+    config = tiny.replace(fusion="step", total_steps=4 * 32 * 6, num_envs=4, rollout_len=32)
+    off, host = [], []
+    for _ in range(3):
+        off.append(rl.train(config.replace(profile="off")).summary["timing"]["run_s"])
+        host.append(rl.train(config.replace(profile="host")).summary["timing"]["corrected_run_s"])
+    ratio = statistics.median(host) / statistics.median(off)
+    assert 0.75 <= ratio <= 1.25, (host, off)
+
+
+def test_profile_command_compares_fusion_modes(tmp_path, capsys):
+    args = [
+        "profile",
+        "--fusion",
+        "fragment,scan",
+        "--profile",
+        "trace",
+        "--total-steps",
+        "1024",
+        "--num-envs",
+        "2",
+        "--rollout-len",
+        "8",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "fragment" in out and "scan" in out
+    for row in ("compile s", "host: dispatch s", "device share: learner", "device busy"):
+        assert row in out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["train", "--profile", "loud"],
+            "unknown profile mode 'loud' (valid: off, host, sync, trace)",
+        ),
+        (["profile", "--fusion", "scan,fast"], "unknown fusion mode 'fast'"),
+        (["profile", "--profile", "off"], "profile mode 'off' measures nothing"),
+    ],
+)
+def test_profile_bad_input(args, message, capsys):
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
