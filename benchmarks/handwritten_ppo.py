@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
 from jaxrl_fdg.envs import CartPole
 
 

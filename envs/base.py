@@ -16,6 +16,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
+
 from jaxrl_fdg.envs.spaces import Space
 
 TEnvState = TypeVar("TEnvState")

@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jaxrl_fdg.fragments.networks import MLP
 
 import jaxrl_fdg as rl
+from jaxrl_fdg.fragments.networks import MLP
 
 
 def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:

@@ -15,16 +15,16 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import optax
+
+from jaxrl_fdg import validate
+from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.envs.spaces import Discrete
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.fragment import Role, fragment
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.minibatch import minibatch_epochs
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ActorCritic
-
-from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
-from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import Role, fragment
 
 
 @dataclasses.dataclass(frozen=True)

@@ -123,8 +123,10 @@ def train(
                 opened = time.perf_counter()
                 with trace.capture() as events:
                     window = time.perf_counter()
+                    timings.annotating = True
                     state, pending = plan.advance(state, n)
                     record(pending)
+                    timings.annotating = False
                     window = time.perf_counter() - window
                 session += time.perf_counter() - opened - window
                 continue

@@ -22,7 +22,6 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +80,11 @@ class Timings:
             raise ValueError(f"unknown profile mode {mode!r} (valid: {', '.join(MODES)})")
         self.mode = mode
         self.scopes: dict[str, ScopeStats] = {}
-        self._stack: list[list[Any]] = []  # [name, start, child time, child events]
+        self._stack: list[_Scope] = []
+        # True while a profiler window is open: scopes then also emit TraceAnnotations, so they
+        # appear in the trace on the profiler's clock. Outside the window they would cost for
+        # nothing.
+        self.annotating = False
 
     @property
     def enabled(self) -> bool:
@@ -91,37 +94,11 @@ class Timings:
     def synchronous(self) -> bool:
         return self.mode == "sync"
 
-    @contextlib.contextmanager
-    def scope(self, name: str, *, always: bool = False) -> Iterator[None]:
+    def scope(self, name: str, *, always: bool = False) -> _Scope | contextlib.nullcontext:
         """Time the block as scope ``name``. In ``off`` mode only ``always`` scopes are timed."""
         if not (self.enabled or always):
-            yield
-            return
-        stats = self.scopes.setdefault(name, ScopeStats())
-        frame = [name, 0.0, 0.0, 0]
-        self._stack.append(frame)
-        _ACTIVE.stack.append(self)
-        annotation = (
-            jax.profiler.TraceAnnotation(name) if self.mode == "trace" else contextlib.nullcontext()
-        )
-        frame[1] = time.perf_counter()
-        try:
-            with annotation:
-                yield
-        finally:
-            elapsed = time.perf_counter() - frame[1]
-            _ACTIVE.stack.pop()
-            self._stack.pop()
-            stats.calls += 1
-            stats.wall += elapsed
-            stats.exclusive += elapsed - frame[2]
-            stats.events += frame[3]
-            if self._stack:
-                parent = self._stack[-1]
-                parent[2] += elapsed
-                parent[3] += 1 + frame[3]
-                children = self.scopes[parent[0]].children
-                children[name] = children.get(name, 0) + 1
+            return _NULL
+        return _Scope(self, name)
 
     def wait(self, tree: Any) -> Any:
         """``block_until_ready(tree)``, charged as device waiting to the open scope."""
@@ -140,18 +117,68 @@ class Timings:
 
     def _charge(self, kind: str, seconds: float) -> None:
         if self._stack:
-            stats = self.scopes[self._stack[-1][0]]
+            stats = self._stack[-1].stats
             setattr(stats, kind, getattr(stats, kind) + seconds)
 
     def _charge_compile(self, event: str, seconds: float) -> None:
         if not self._stack:
             return
-        stats = self.scopes[self._stack[-1][0]]
+        stats = self._stack[-1].stats
         stats.compile += seconds
         stats.compiles += event == BACKEND_COMPILE
 
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {name: s.as_dict() for name, s in self.scopes.items()}
+
+
+class _Scope:
+    """One open scope. A plain class: a generator-based context manager costs several times more,
+    and step mode opens two scopes per environment step."""
+
+    __slots__ = ("timings", "name", "stats", "start", "child_time", "child_events", "annotation")
+
+    def __init__(self, timings: Timings, name: str):
+        self.timings = timings
+        self.name = name
+        self.stats = timings.scopes.get(name)
+        if self.stats is None:
+            self.stats = timings.scopes[name] = ScopeStats()
+        self.child_time = 0.0
+        self.child_events = 0
+        self.annotation = None
+
+    def __enter__(self) -> _Scope:
+        timings = self.timings
+        timings._stack.append(self)
+        _ACTIVE.stack.append(timings)
+        if timings.annotating:
+            self.annotation = jax.profiler.TraceAnnotation(self.name)
+            self.annotation.__enter__()
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.perf_counter() - self.start
+        if self.annotation is not None:
+            self.annotation.__exit__(*exc)
+        timings = self.timings
+        _ACTIVE.stack.pop()
+        stack = timings._stack
+        stack.pop()
+        stats = self.stats
+        stats.calls += 1
+        stats.wall += elapsed
+        stats.exclusive += elapsed - self.child_time
+        stats.events += self.child_events
+        if stack:
+            parent = stack[-1]
+            parent.child_time += elapsed
+            parent.child_events += 1 + self.child_events
+            children = parent.stats.children
+            children[self.name] = children.get(self.name, 0) + 1
+
+
+_NULL = contextlib.nullcontext()
 
 
 # -- user scopes ----------------------------------------------------------------------------

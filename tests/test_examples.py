@@ -36,6 +36,13 @@ def test_quickstart(tmp_path):
     )
 
 
+def test_profiling_example(tmp_path):
+    out = _run(ROOT / "examples" / "profiling.py", "--total-steps", "2048", "--out", tmp_path)
+    assert "device time by fragment" in out and "'learner'" in out
+    assert "trace.json.gz" in out and "profile.png" in out
+    assert "my_host_work host seconds: 0.01" in out
+
+
 def test_fusion_benchmark_smoke(tmp_path):
     out_file = tmp_path / "bench.json"
     _run(

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from flax import struct
+
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 

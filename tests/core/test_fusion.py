@@ -5,10 +5,10 @@ import logging
 import jax
 import numpy as np
 import pytest
-from jaxrl_fdg.profiling import compile_count
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
+from jaxrl_fdg.profiling import compile_count
 
 SMALL = rl.TrainConfig(
     total_steps=2 * 8 * 3,

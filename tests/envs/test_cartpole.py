@@ -5,9 +5,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl_fdg.envs import CartPoleState, EpisodeState
 
 from jaxrl_fdg import envs
+from jaxrl_fdg.envs import CartPoleState, EpisodeState
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from jaxrl_fdg.fragments import losses
 
 

@@ -4,11 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jaxrl_fdg.fragments import distributions as dist
-from jaxrl_fdg.fragments.ppo import PPOConfig, optimizer
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
+from jaxrl_fdg.fragments import distributions as dist
+from jaxrl_fdg.fragments.ppo import PPOConfig, optimizer
 
 
 def test_actor_outputs(tiny):

@@ -5,9 +5,9 @@ import time
 import jax
 import jax.numpy as jnp
 import pytest
-from jaxrl_fdg.profiling import Timings
 
 from jaxrl_fdg import profiling
+from jaxrl_fdg.profiling import Timings
 
 
 def test_host_callback_that_sleeps_20ms_lands_in_host_time():

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import pytest
+
 from jaxrl_fdg.profiling import trace
 
 HLO = """HloModule jit_f, entry_computation_layout={()->f32[]}
