@@ -59,3 +59,24 @@ def test_fusion_benchmark_smoke(tmp_path):
     report = json.loads(out_file.read_text())
     assert set(report["results"]) == {"handwritten", "scan", "iteration", "fragment", "step"}
     assert report["ratios"]["scan_vs_step"] > 0
+
+
+def test_replay_benchmark_smoke(tmp_path):
+    out_file = tmp_path / "replay.json"
+    _run(
+        ROOT / "benchmarks" / "replay.py",
+        "--log2-capacity",
+        "10",
+        "--calls",
+        "2",
+        "--batches",
+        "16",
+        "--arities",
+        "2,8",
+        "--no-flashbax",
+        "--out",
+        out_file,
+    )
+    results = json.loads(out_file.read_text())["results"]["16"]
+    assert set(results) == {"K=2", "K=8", "uniform"}
+    assert results["K=8"]["update_us"] > 0

@@ -20,6 +20,7 @@ REQUIRED = [
     "jaxrl_fdg/envs/__init__.py",
     "jaxrl_fdg/envs/classic/cartpole.py",
     "jaxrl_fdg/fragments/ppo.py",
+    "jaxrl_fdg/fragments/replay/sum_tree.py",
     "jaxrl_fdg/profiling/timers.py",
 ]
 
