@@ -74,7 +74,6 @@ def train(
     resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
     loop = build_loop(resolved)
     timings = Timings(config.profile)
-    overhead = scope_overhead(config.profile) if timings.enabled else 0.0
     plan = make_plan(config.fusion, loop, timings, chunk=config.boundary_every)
     folder = RunFolder.create(config) if config.out is not None else None
     if folder is not None:
@@ -82,82 +81,103 @@ def train(
 
     state = plan.init(jax.random.key(config.seed))
     plan.compile(state)
-
-    label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
-    total = config.num_iterations * config.steps_per_iteration
-    display = ProgressDisplay(total, label, enabled=config.progress)
-    history: list[dict[str, np.ndarray]] = []
-    rows: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
-    session = 0.0  # the profiler's own start, stop and export: excluded from run time
-    status = "interrupted"
-    start = last = time.perf_counter()
-
-    def record(pending: Any) -> None:
-        """Read one chunk's metrics back (waiting for it), then log them."""
-        nonlocal last
-        with timings.scope("collect"):
-            metrics = plan.collect(pending)
-        with timings.scope("log"):
-            history.append(metrics)
-            now = time.perf_counter()
-            row = _row(metrics, sum(map(_length, history)), config, now - start, now - last)
-            last = now
-            rows.append(row)
-            if folder is not None:
-                folder.append_metrics(row)
-            display.update(row)
-
-    chunks = _chunks(config.num_iterations, config.boundary_every)
-    traced = None
-    if config.profile == "trace":
-        chunks, traced = _split_for_trace(chunks, TRACE_ITERATIONS)
+    run = _Run(config, f"{resolved.spec.name} on {config.env} [{config.fusion}]", plan, folder)
     try:
+        state = run.execute(state)
+    finally:
+        summary = run.finish(loop)
+    if print_summary:
+        print(format_summary(summary))
+    return RunResult(state, _concat(run.history), summary, folder.path if folder else None)
+
+
+class _Run:
+    """The loop between host boundaries and its bookkeeping: metrics rows, progress, profiling."""
+
+    def __init__(self, config: TrainConfig, label: str, plan, folder: RunFolder | None):
+        self.config, self.plan, self.folder = config, plan, folder
+        self.timings: Timings = plan.timings
+        total = config.num_iterations * config.steps_per_iteration
+        self.display = ProgressDisplay(total, label, enabled=config.progress)
+        self.history: list[dict[str, np.ndarray]] = []
+        self.rows: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.session = 0.0  # the profiler's own start, stop and export: excluded from run time
+        self.status = "interrupted"
+        self.start = self.last = time.perf_counter()
+
+    def execute(self, state: LoopState) -> LoopState:
+        config, plan = self.config, self.plan
+        chunks = _chunks(config.num_iterations, config.boundary_every)
+        traced = None
+        if config.profile == "trace":
+            chunks, traced = _split_for_trace(chunks, TRACE_ITERATIONS)
         # One chunk stays queued behind the one being read, so the device never idles while the
         # host reads metrics and logs: chunk k+1 is dispatched before chunk k is collected.
         in_flight: collections.deque = collections.deque()
         for i, n in enumerate(chunks):
             if i == traced:  # the profiler window holds this chunk alone
                 while in_flight:
-                    record(in_flight.popleft())
-                opened = time.perf_counter()
-                with trace.capture() as events:
-                    window = time.perf_counter()
-                    timings.annotating = True
-                    state, pending = plan.advance(state, n)
-                    record(pending)
-                    timings.annotating = False
-                    window = time.perf_counter() - window
-                session += time.perf_counter() - opened - window
+                    self.record(in_flight.popleft())
+                state = self.traced(state, n)
                 continue
             state, pending = plan.advance(state, n)
             in_flight.append(pending)
             if len(in_flight) > 1:
-                record(in_flight.popleft())
+                self.record(in_flight.popleft())
         while in_flight:
-            record(in_flight.popleft())
-        with timings.scope("collect"):
-            timings.wait(state)
-        status = "completed"
-    finally:
-        run_seconds = time.perf_counter() - start - session
-        display.close()
-        metrics = _concat(history)
-        attribution = None
+            self.record(in_flight.popleft())
+        with self.timings.scope("collect"):
+            self.timings.wait(state)
+        self.status = "completed"
+        return state
+
+    def traced(self, state: LoopState, n: int) -> LoopState:
+        """Advance ``n`` iterations inside a profiler window; its own cost goes to ``session``."""
+        opened = time.perf_counter()
+        with trace.capture() as self.events:
+            window = time.perf_counter()
+            self.timings.annotating = True
+            state, pending = self.plan.advance(state, n)
+            self.record(pending)
+            self.timings.annotating = False
+            window = time.perf_counter() - window
+        self.session += time.perf_counter() - opened - window
+        return state
+
+    def record(self, pending: Any) -> None:
+        """Read one chunk's metrics back (waiting for it), then log them."""
+        with self.timings.scope("collect"):
+            metrics = self.plan.collect(pending)
+        with self.timings.scope("log"):
+            self.history.append(metrics)
+            now = time.perf_counter()
+            iterations = sum(map(_length, self.history))
+            row = _row(metrics, iterations, self.config, now - self.start, now - self.last)
+            self.last = now
+            self.rows.append(row)
+            if self.folder is not None:
+                self.folder.append_metrics(row)
+            self.display.update(row)
+
+    def finish(self, loop: Loop) -> dict[str, Any]:
+        """Close progress, attribute any trace, summarise, write the run folder's files."""
+        run_seconds = time.perf_counter() - self.start - self.session
+        self.display.close()
+        attribution, events = None, self.events
         if events:
             scopes = {f.name for f in loop.graph.fragments} | user_scope_names()
-            programs = [c.as_text() for c in plan.compiled.values()]
+            programs = [c.as_text() for c in self.plan.compiled.values()]
             attribution, events = trace.attribute(events, programs, scopes)
-        timing = summarize(timings, run_seconds, overhead=overhead, attribution=attribution)
-        timing["profiler_session_s"] = session
-        summary = _summary(config, status, rows, metrics, timing)
-        if folder is not None:
-            folder.write_summary(summary)
-            _write_profile(folder, config, timings, timing, events)
-            folder.close()
-    if print_summary:
-        print(format_summary(summary))
-    return RunResult(state, metrics, summary, folder.path if folder else None)
+        overhead = scope_overhead(self.timings.mode) if self.timings.enabled else 0.0
+        timing = summarize(self.timings, run_seconds, overhead=overhead, attribution=attribution)
+        timing["profiler_session_s"] = self.session
+        summary = _summary(self.config, self.status, self.rows, timing)
+        if self.folder is not None:
+            self.folder.write_summary(summary)
+            _write_profile(self.folder, self.config, self.timings, timing, events)
+            self.folder.close()
+        return summary
 
 
 def _write_profile(folder: RunFolder, config: TrainConfig, timings, timing, events) -> None:
@@ -221,7 +241,7 @@ def _concat(history: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {k: np.concatenate([h[k] for h in history]) for k in history[0]}
 
 
-def _summary(config, status, rows, metrics, timing) -> dict[str, Any]:
+def _summary(config, status, rows, timing) -> dict[str, Any]:
     iterations = rows[-1]["iteration"] if rows else 0
     steps = iterations * config.steps_per_iteration
     final = next(

@@ -46,7 +46,8 @@ def test_fused_program_splits_by_scope_in_proportion_to_work():
     # Two scopes in one program; "big" does 4 matmul+tanh where "small" does 1, on a dependent
     # chain so they cannot run concurrently. Band [2.8, 5.5] around the ideal 4: each op's time
     # includes the profiler's per-op cost and the first op of a call pays thread wake-up, which
-    # measured 3.7–4.4 over repeated runs on the 2-core CPU.
+    # measured 3.7–4.4 over repeated runs on the 2-core CPU. Each op's *fastest* of 10 executions
+    # is used, so another process preempting one execution cannot skew the split.
     def f(x):
         with jax.named_scope("small"):
             a = jnp.tanh(x @ x)
@@ -59,9 +60,14 @@ def test_fused_program_splits_by_scope_in_proportion_to_work():
     compiled = jax.jit(f).lower(x).compile()
     compiled(x).block_until_ready()
     with trace.capture() as events:
-        for _ in range(5):
+        for _ in range(10):
             compiled(x).block_until_ready()
-    result, _ = trace.attribute(events, [compiled.as_text()], ["small", "big"])
+    fastest = {}
+    for event in events:
+        op = (event.get("args") or {}).get("hlo_op")
+        if event.get("ph") == "X" and op and event["dur"] < fastest.get(op, {"dur": 1e30})["dur"]:
+            fastest[op] = event
+    result, _ = trace.attribute(fastest.values(), [compiled.as_text()], ["small", "big"])
     ratio = result.inclusive["big"] / result.inclusive["small"]
     assert 2.8 <= ratio <= 5.5, ratio
     assert result.exclusive.get("loop", 0.0) < 0.1 * result.busy_s
