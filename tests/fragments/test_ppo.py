@@ -66,3 +66,18 @@ def test_default_ppo_solves_cartpole_on_three_seeds():
     last = slice(-20, None)  # the last ~10k steps of each run
     returns = metrics["episode_return_sum"][:, last].sum(1) / metrics["episodes"][:, last].sum(1)
     assert np.all(np.asarray(returns) >= 475.0), returns
+
+
+def test_ppo_learns_catch_from_image_observations():
+    # Catch's observation is a (10, 5, 1) image; the MLP flattens it. 5 seeds all averaged
+    # ≥ 0.947 (of a maximum 1.0) over the last 20 iterations at 100k steps; threshold 0.8.
+    config = rl.TrainConfig(env="Catch-bsuite", total_steps=100_000, out=None, progress=False)
+    _, metrics = jax.jit(jax.vmap(rl.make_train(config)))(jax.vmap(jax.random.key)(jnp.arange(2)))
+    last = slice(-20, None)
+    returns = metrics["episode_return_sum"][:, last].sum(1) / metrics["episodes"][:, last].sum(1)
+    assert np.all(np.asarray(returns) >= 0.8), returns
+
+
+def test_continuous_action_space_is_rejected_before_compiling():
+    with pytest.raises(rl.ConfigError, match="needs a Discrete action space, got Box"):
+        resolve(rl.TrainConfig(env="Pendulum-v1", out=None))
