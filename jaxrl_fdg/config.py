@@ -98,10 +98,7 @@ class Resolved(NamedTuple):
 def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms)."""
     spec = spec if spec is not None else algorithms.get(config.algo)
-    try:
-        envs.check_name(config.env)
-    except envs.UnknownEnvironmentError as e:
-        raise ConfigError(str(e)) from None
+    env, env_params = _environment(config.env)
     validate.choice("fusion mode", config.fusion, FUSION_MODES)
     validate.choice("profile mode", config.profile, PROFILE_MODES)
     for name in ("total_steps", "num_envs", "rollout_len"):
@@ -115,10 +112,13 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
             f"(num_envs × rollout_len = {config.steps_per_iteration})"
         )
     hparams = make_hparams(spec, config.hparams)
-    env, env_params = envs.make(config.env)
+    if env_params is None:  # a host simulator knows its spaces itself
+        spaces = env.observation_space, env.action_space
+    else:
+        spaces = env.observation_space(env_params), env.action_space(env_params)
     context = AlgorithmContext(
-        observation_space=env.observation_space(env_params),
-        action_space=env.action_space(env_params),
+        observation_space=spaces[0],
+        action_space=spaces[1],
         num_envs=config.num_envs,
         rollout_len=config.rollout_len,
         num_iterations=config.num_iterations,
@@ -126,6 +126,23 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     )
     spec.check(context)
     return Resolved(config, spec, hparams, env, env_params, context)
+
+
+def _environment(name: str) -> tuple[Any, Any]:
+    """``(Environment, params)`` for a registered name, ``(HostSimulator, None)`` for
+    ``gym/<id>`` (any gymnasium environment, stepped on the host)."""
+    if name.startswith("gym/"):
+        from jaxrl_fdg.envs import host  # gymnasium is imported only for host simulators
+
+        try:
+            return host.gymnasium_simulator(name[len(host.PREFIX) :]), None
+        except (ImportError, ValueError) as e:
+            raise ConfigError(f"environment {name!r}: {e}") from None
+    try:
+        envs.check_name(name)
+    except envs.UnknownEnvironmentError as e:
+        raise ConfigError(f"{e}; or gym/<id> for any gymnasium environment") from None
+    return envs.make(name)
 
 
 def make_hparams(spec: AlgorithmSpec, overrides: Mapping[str, Any]) -> Any:

@@ -79,6 +79,9 @@ class Fragment(NamedTuple):
       outputs: names of the edges ``apply`` writes.
       publish: ``state -> {edge: value}``; the edges named in ``published``.
       published: names of the edges ``publish`` returns.
+      placement: ``"device"`` (pure JAX: compiled wherever a fusion mode puts it) or ``"host"``
+        (calls back into host code, e.g. a gymnasium simulator: split fusion modes run it
+        uncompiled in Python between compiled calls).
     """
 
     name: str
@@ -89,6 +92,10 @@ class Fragment(NamedTuple):
     outputs: tuple[str, ...] = ()
     publish: PublishFn = _publish_nothing
     published: tuple[str, ...] = ()
+    placement: str = "device"
+
+
+PLACEMENTS = ("device", "host")
 
 
 def fragment(
@@ -101,6 +108,7 @@ def fragment(
     outputs: tuple[str, ...] = (),
     publish: PublishFn = _publish_nothing,
     published: tuple[str, ...] = (),
+    placement: str = "device",
 ) -> Fragment:
     """Build a :class:`Fragment`, validating its declaration (a stateless one by default)."""
     if not name or not name.isidentifier():
@@ -110,11 +118,13 @@ def fragment(
     except ValueError:
         valid = ", ".join(r.value for r in Role)
         raise ValueError(f"unknown fragment role {role!r}; valid roles: {valid}") from None
+    if placement not in PLACEMENTS:
+        raise ValueError(f"unknown placement {placement!r}; valid: {', '.join(PLACEMENTS)}")
     for label, names in (("inputs", inputs), ("outputs", outputs), ("published", published)):
         if len(set(names)) != len(names):
             raise ValueError(f"fragment {name!r} declares duplicate {label}: {names}")
     return Fragment(
-        name, role, init, apply, tuple(inputs), tuple(outputs), publish, tuple(published)
+        name, role, init, apply, tuple(inputs), tuple(outputs), publish, tuple(published), placement
     )
 
 

@@ -63,9 +63,17 @@ class Plan:
 
     def compile(self, state: LoopState) -> None:
         """Compile every program for the shapes of ``state`` (charged to ``compile:<name>``)."""
+        uncompiled = self._uncompiled()
         for name, (fn, args) in self._signatures(state).items():
+            if name in uncompiled:
+                self._programs[name] = fn
+                continue
             with self.timings.scope(f"compile:{name}", always=True):
                 self._programs[name] = jax.jit(fn).lower(*args).compile()
+
+    def _uncompiled(self) -> set[str]:
+        """Programs this mode runs as plain Python (host-placed fragments in split modes)."""
+        return set()
 
     @property
     def compiled(self) -> dict[str, Any]:
@@ -107,9 +115,13 @@ class Plan:
 
 
 class _StepPlan(Plan):
-    """A Python loop over env steps; each half of a step is its own compiled call."""
+    """A Python loop over env steps; each half of a step is its own compiled call. A host-placed
+    env fragment is not compiled: it runs in Python between the compiled policy calls."""
 
     mode = "step"
+
+    def _uncompiled(self) -> set[str]:
+        return {"env"} if self.loop.env_frag.placement == "host" else set()
 
     def _signatures(self, state):
         loop = self.loop

@@ -76,7 +76,10 @@ class Graph(NamedTuple):
         for f in self.fragments:
             ins = ", ".join(f.inputs) or "-"
             outs = ", ".join((*f.outputs, *(f"{p} (published)" for p in f.published))) or "-"
-            lines.append(f"  {f.name:<{width}}  [{f.role.value}]  in: {ins}  ->  out: {outs}")
+            where = "" if f.placement == "device" else f", on the {f.placement}"
+            lines.append(
+                f"  {f.name:<{width}}  [{f.role.value}{where}]  in: {ins}  ->  out: {outs}"
+            )
         lines.append("edges:")
         notes = {
             "step": "within a step",

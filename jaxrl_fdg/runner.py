@@ -46,7 +46,12 @@ class RunResult(NamedTuple):
 
 def build_loop(resolved: Resolved) -> Loop:
     config = resolved.config
-    env = env_fragment(resolved.env, resolved.env_params, config.num_envs)
+    if resolved.env_params is None:  # a host simulator (gym/<id>)
+        from jaxrl_fdg.envs.host import host_env_fragment
+
+        env = host_env_fragment(resolved.env, config.num_envs)
+    else:
+        env = env_fragment(resolved.env, resolved.env_params, config.num_envs)
     return Loop(env, resolved.spec.build(resolved.context), config.rollout_len)
 
 
@@ -86,6 +91,10 @@ def train(
         state = run.execute(state)
     finally:
         summary = run.finish(loop)
+        if loop.env_frag.placement == "host":
+            from jaxrl_fdg.envs.host import close
+
+            close(state.fragments[loop.env_frag.name].handle)
     if print_summary:
         print(format_summary(summary))
     return RunResult(state, _concat(run.history), summary, folder.path if folder else None)

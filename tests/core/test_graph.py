@@ -21,6 +21,9 @@ def test_fragment_rejects_bad_declarations():
         rl.fragment("f", "critic", _identity)
     with pytest.raises(ValueError, match="duplicate inputs"):
         rl.fragment("f", "actor", _identity, inputs=("x", "x"))
+    with pytest.raises(ValueError, match="unknown placement 'gpu'; valid: device, host"):
+        rl.fragment("f", "actor", _identity, placement="gpu")
+    assert rl.fragment("f", "env", _identity, placement="host").placement == "host"
 
 
 def test_call_checks_inputs_and_outputs():
