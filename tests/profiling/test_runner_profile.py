@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import statistics
 
 import pytest
 
@@ -44,17 +45,17 @@ def test_off_mode_writes_no_profile(tiny, tmp_path):
 
 
 def test_corrected_total_is_close_to_an_uninstrumented_run(tiny):
-    # Step mode makes 2 scope events per env step, the most the layer ever records. Band: ±25%,
-    # because single short runs on a shared 2-core machine vary by ±10% on their own. The minimum
-    # of five interleaved runs of each estimates the uncontended time (a median of three was not
-    # robust when other processes loaded the machine).
-    config = tiny.replace(fusion="step", total_steps=4 * 32 * 6, num_envs=4, rollout_len=32)
-    off, host = [], []
-    for _ in range(5):
-        off.append(rl.train(config.replace(profile="off")).summary["timing"]["run_s"])
-        host.append(rl.train(config.replace(profile="host")).summary["timing"]["corrected_run_s"])
-    ratio = min(host) / min(off)
-    assert 0.75 <= ratio <= 1.25, (host, off)
+    # Step mode makes 2 scope events per env step, the most the layer ever records. Band: ±30%,
+    # because short runs on a shared 2-core machine vary by ±10% on their own and more when other
+    # processes load it. Seven interleaved (off, host) pairs; the median of the per-pair ratios
+    # cancels slow drifts in load, the median over pairs discards spikes.
+    config = tiny.replace(fusion="step", total_steps=4 * 32 * 40, num_envs=4, rollout_len=32)
+    ratios = []
+    for _ in range(7):
+        off = rl.train(config.replace(profile="off")).summary["timing"]["run_s"]
+        host = rl.train(config.replace(profile="host")).summary["timing"]["corrected_run_s"]
+        ratios.append(host / off)
+    assert 0.7 <= statistics.median(ratios) <= 1.3, ratios
 
 
 def test_profile_command_compares_fusion_modes(tmp_path, capsys):
