@@ -20,6 +20,16 @@ from jaxrl_fdg.envs.registry import (
     registered,
 )
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
+from jaxrl_fdg.envs.wrappers import (
+    ClipAction,
+    EpisodeStatistics,
+    FrameStack,
+    NormalizeObservation,
+    RescaleAction,
+    ScaleReward,
+    TimeLimit,
+    Wrapper,
+)
 
 register("CartPole-v1", CartPole)
 register("Acrobot-v1", Acrobot)
@@ -29,6 +39,14 @@ register("Pendulum-v1", Pendulum)
 register("Catch-bsuite", Catch)
 
 __all__ = [
+    "ClipAction",
+    "EpisodeStatistics",
+    "FrameStack",
+    "NormalizeObservation",
+    "RescaleAction",
+    "ScaleReward",
+    "TimeLimit",
+    "Wrapper",
     "Acrobot",
     "AcrobotParams",
     "AcrobotState",

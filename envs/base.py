@@ -76,6 +76,18 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
     ) -> tuple[TEnvState, jax.Array, jax.Array, jax.Array]:
         """One transition, no time limit or reset: ``(state, observation, reward, terminated)``."""
 
+    def auto_reset_env(
+        self, key: jax.Array, state: TEnvState, params: TParams
+    ) -> tuple[TEnvState, jax.Array]:
+        """Start the episode that follows ``state``, which just ended; :meth:`step` calls this.
+
+        Defaults to :meth:`reset_env`. A wrapper whose data must outlive an episode (running
+        observation statistics, the return of the episode just finished) overrides it, since
+        ``reset_env`` cannot see the state it replaces.
+        """
+        del state
+        return self.reset_env(key, params)
+
     @abc.abstractmethod
     def observation_space(self, params: TParams) -> Space: ...
 
@@ -108,7 +120,7 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         truncated = time >= params.max_steps
         done = jnp.logical_or(terminated, truncated)
 
-        reset_state, reset_obs = self.reset_env(key_reset, params)
+        reset_state, reset_obs = self.auto_reset_env(key_reset, env_state, params)
         next_state = EpisodeState(
             _select(done, reset_state, env_state), jnp.where(done, 0, time).astype(jnp.int32)
         )
