@@ -150,6 +150,11 @@ def _list() -> int:
     print("environments:")
     for name in envs.registered():
         print(f"  {name}")
+    from jaxrl_fdg.envs.brax_adapter import BACKENDS, BRAX_ENVS  # names only: brax not imported
+
+    print(f"  brax/<env>[:<backend>]  env: {', '.join(BRAX_ENVS)}")
+    print(f"                          backend: {', '.join(BACKENDS)} (default mjx)")
+    print("  gym/<id>                any gymnasium environment, stepped on the host")
     print("fusion modes (most split to most fused; default scan):")
     for mode in FUSION_MODES:
         print(f"  {mode:<10} {PROGRAMS[mode]}")

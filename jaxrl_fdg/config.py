@@ -129,8 +129,18 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
 
 
 def _environment(name: str) -> tuple[Any, Any]:
-    """``(Environment, params)`` for a registered name, ``(HostSimulator, None)`` for
-    ``gym/<id>`` (any gymnasium environment, stepped on the host)."""
+    """``(Environment, params)`` for a registered name or ``brax/<env>[:<backend>]`` (a Brax
+    environment, MJX by default); ``(HostSimulator, None)`` for ``gym/<id>`` (any gymnasium
+    environment, stepped on the host)."""
+    if name.startswith("brax/"):
+        from jaxrl_fdg.envs import brax_adapter  # brax is imported only when asked for
+
+        env_name, _, backend = name[len("brax/") :].partition(":")
+        try:
+            env = brax_adapter.make_brax(env_name, backend or "mjx")
+        except ValueError as e:
+            raise ConfigError(f"environment {name!r}: {e}") from None
+        return env, env.default_params
     if name.startswith("gym/"):
         from jaxrl_fdg.envs import host  # gymnasium is imported only for host simulators
 
@@ -141,7 +151,9 @@ def _environment(name: str) -> tuple[Any, Any]:
     try:
         envs.check_name(name)
     except envs.UnknownEnvironmentError as e:
-        raise ConfigError(f"{e}; or gym/<id> for any gymnasium environment") from None
+        raise ConfigError(
+            f"{e}; or brax/<env>[:<backend>] for Brax, gym/<id> for any gymnasium environment"
+        ) from None
     return envs.make(name)
 
 

@@ -1,0 +1,189 @@
+"""BraxEnv: Brax's reset/step behind our API, time limit and auto-reset from the base class.
+
+Small and CPU-friendly: inverted_pendulum on MJX with 20-step episodes. Every jitted function is
+built once per module (compiling an MJX step takes seconds on a small CPU).
+"""
+
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl_fdg.envs import EpisodeState
+from jaxrl_fdg.envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, make_brax
+
+MAX_STEPS = 20
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    """inverted_pendulum on MJX with jitted reset/step, and Brax's own step jitted alongside."""
+    env = make_brax("inverted_pendulum")
+    params = BraxParams(max_steps=MAX_STEPS)
+    reset = jax.jit(env.reset)
+    step = jax.jit(env.step)
+    brax_step = jax.jit(env.brax_env.step)
+    return env, params, reset, step, brax_step
+
+
+def test_reset_and_step_shapes_and_dtypes(pendulum):
+    env, params, reset, step, _ = pendulum
+    assert (env.observation_size, env.action_size) == (4, 1)
+    state, ts = reset(jax.random.key(0), params)
+    assert ts.observation.shape == (4,) and ts.observation.dtype == jnp.float32
+    assert int(state.time) == 0
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    assert bool(obs_space.contains(ts.observation))
+    assert act_space.shape == (1,) and (act_space.low, act_space.high) == (-1.0, 1.0)
+
+    state, ts = step(jax.random.key(1), state, act_space.sample(jax.random.key(2)), params)
+    for field, shape, dtype in [
+        (ts.observation, (4,), jnp.float32),
+        (ts.final_observation, (4,), jnp.float32),
+        (ts.reward, (), jnp.float32),
+        (ts.terminated, (), jnp.bool_),
+        (ts.truncated, (), jnp.bool_),
+        (state.time, (), jnp.int32),
+    ]:
+        assert field.shape == shape and field.dtype == dtype
+    assert np.all(np.isfinite(ts.observation))
+    assert int(state.time) == 1
+
+
+def test_step_equals_brax_step(pendulum):
+    env, params, reset, step, brax_step = pendulum
+    state, _ = reset(jax.random.key(3), params)
+    # Small actions keep the pole up for these steps, so no auto-reset hides the comparison.
+    for t, a in enumerate([0.1, -0.2, 0.05, 0.0, -0.1]):
+        action = jnp.array([a], jnp.float32)
+        expected = brax_step(state.env.brax_state, action)
+        state, ts = step(jax.random.key(10 + t), state, action, params)
+        assert not bool(ts.terminated) and not bool(ts.truncated)
+        np.testing.assert_allclose(ts.observation, expected.obs, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(ts.final_observation, expected.obs, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(ts.reward, expected.reward, rtol=1e-6)
+        assert bool(ts.terminated) == bool(expected.done)
+        np.testing.assert_allclose(state.env.brax_state.pipeline_state.q, expected.pipeline_state.q)
+
+
+def test_truncation_at_max_steps(pendulum):
+    env, params, reset, step, _ = pendulum
+    state, _ = reset(jax.random.key(4), params)
+    action = jnp.zeros((1,), jnp.float32)
+    key = jax.random.key(5)
+
+    # The same transition without the time limit: what the truncated step must report reaching.
+    untimed, ts_untimed = step(key, state, action, params)
+    assert not bool(ts_untimed.truncated) and int(untimed.time) == 1
+
+    last = EpisodeState(state.env, jnp.int32(MAX_STEPS - 1))
+    next_state, ts = step(key, last, action, params)
+    assert bool(ts.truncated) and not bool(ts.terminated)
+    assert int(next_state.time) == 0
+    np.testing.assert_array_equal(ts.final_observation, ts_untimed.observation)
+    # The observation is the first of a new episode, reset from the base class's reset key.
+    _, fresh = reset(jax.random.split(key)[1], params)
+    np.testing.assert_array_equal(ts.observation, fresh.observation)
+    np.testing.assert_array_equal(next_state.env.brax_state.obs, fresh.observation)
+    assert not np.array_equal(ts.observation, ts.final_observation)
+
+
+def test_termination_when_pole_falls_then_auto_reset(pendulum):
+    env, params, reset, step, _ = pendulum
+    state, _ = reset(jax.random.key(6), params)
+    push = jnp.ones((1,), jnp.float32)  # full force one way: the cart runs out under the pole
+    key = jax.random.key(7)
+    for _ in range(MAX_STEPS):
+        key, sub = jax.random.split(key)
+        prev = state
+        state, ts = step(sub, state, push, params)
+        if bool(ts.terminated):
+            break
+        assert abs(float(ts.observation[1])) <= 0.2
+    else:
+        pytest.fail(f"the pole did not fall within {MAX_STEPS} steps of full force")
+    assert int(prev.time) < MAX_STEPS - 1 and not bool(ts.truncated)
+    # Brax terminates once the pole angle (obs[1]) leaves ±0.2 rad.
+    assert abs(float(ts.final_observation[1])) > 0.2
+    # Auto-reset: a fresh episode from the step's reset key, counter back at zero.
+    _, fresh = reset(jax.random.split(sub)[1], params)
+    np.testing.assert_array_equal(ts.observation, fresh.observation)
+    assert int(state.time) == 0
+    assert float(state.env.brax_state.done) == 0.0
+    assert abs(float(ts.observation[1])) <= 0.01  # Brax resets within ±0.01 rad
+
+
+def test_vmap_over_four_envs(pendulum):
+    env, params, *_ = pendulum
+    n = 4
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
+    step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+    state, ts = reset(jax.random.split(jax.random.key(8), n), params)
+    assert ts.observation.shape == (n, 4) and state.time.shape == (n,)
+    actions = jnp.linspace(-1.0, 1.0, n)[:, None]
+    state, ts = step(jax.random.split(jax.random.key(9), n), state, actions, params)
+    assert ts.observation.shape == (n, 4) and ts.reward.shape == (n,)
+    assert ts.terminated.dtype == jnp.bool_ and ts.terminated.shape == (n,)
+    assert np.all(np.asarray(state.time) == 1)
+    # Different keys and actions give different episodes.
+    assert len({tuple(np.asarray(o).round(6)) for o in ts.observation}) == n
+
+
+def test_bad_backend_or_name_raises_value_error_naming_the_choices():
+    with pytest.raises(ValueError, match="mjx, generalized, positional, spring"):
+        BraxEnv("inverted_pendulum", backend="warp")
+    # Brax's swimmer only runs on its generalized pipeline.
+    with pytest.raises(ValueError, match=r"'swimmer' does not support backend 'mjx'.*generalized"):
+        make_brax("swimmer")
+    with pytest.raises(ValueError, match="inverted_pendulum"):
+        make_brax("inverted_pendulm")
+    assert BACKENDS[0] == "mjx"
+
+
+def test_importing_envs_or_the_adapter_does_not_import_brax():
+    code = (
+        "import sys, jaxrl_fdg.envs; print('brax' in sys.modules); "
+        "import jaxrl_fdg.envs.brax_adapter; print('brax' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("terminate", [True, False])
+def test_ant_terminates_only_when_unhealthy_and_asked_to(terminate):
+    # Ant's torso lifted above healthy_z_range (0.2, 1.0) is unhealthy: that ends the episode
+    # only with terminate_when_unhealthy (Brax's default, True).
+    env = make_brax("ant", terminate_when_unhealthy=terminate)
+    params = env.default_params
+
+    @jax.jit
+    def lifted_step(key):
+        # One compiled function for reset and step: each compile of MJX ant takes seconds.
+        state, _ = env.reset_env(key, params)
+        pipeline = state.brax_state.pipeline_state
+        lifted = pipeline.replace(qpos=pipeline.qpos.at[2].set(2.0))
+        state = state._replace(brax_state=state.brax_state.replace(pipeline_state=lifted))
+        action = jnp.zeros((env.action_size,), jnp.float32)
+        return env.step_env(key, state, action, params)
+
+    _, _, reward, terminated = lifted_step(jax.random.key(0))
+    assert terminated.dtype == jnp.bool_ and reward.dtype == jnp.float32
+    assert bool(terminated) is terminate
+
+
+def test_brax_names_resolve_through_the_config():
+    from jaxrl_fdg import config as cfg
+    from jaxrl_fdg.errors import ConfigError
+
+    env, params = cfg._environment("brax/inverted_pendulum")
+    assert params.max_steps == 1000 and env.action_space(params).shape == (1,)
+    with pytest.raises(ConfigError, match="brax/inverted_pendulum:warp"):
+        cfg._environment("brax/inverted_pendulum:warp")
+    with pytest.raises(ConfigError, match="needs a Discrete action space"):  # PPO is discrete
+        cfg.resolve(cfg.TrainConfig(env="brax/inverted_pendulum", out=None))
