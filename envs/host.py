@@ -35,9 +35,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
-from jaxrl_fdg.env_fragment import ENV_OUTPUTS
+from jaxrl_fdg.env_fragment import batched_env_fragment
+from jaxrl_fdg.envs.base import TimeStep
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
-from jaxrl_fdg.fragment import Fragment, Role, fragment
+from jaxrl_fdg.fragment import Fragment
 
 PREFIX = "gym/"
 
@@ -80,18 +81,9 @@ def _space(space: Any) -> Space:
     raise ValueError(f"unsupported gymnasium space {space!r} (supported: Discrete, Box)")
 
 
-class HostEnvState(NamedTuple):
-    """Device side of a host env fragment: the simulators' handle, the observation to act on
-    ``[B, ...]`` and running episode statistics ``[B]``."""
-
-    handle: jax.Array
-    observation: jax.Array
-    episode_return: jax.Array
-    episode_length: jax.Array
-
-
 def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env") -> Fragment:
-    """``num_envs`` host environments as an env fragment (same edges as the JAX env fragment)."""
+    """``num_envs`` host environments as an env fragment (same edges as the JAX env fragment;
+    the state's ``env`` field holds the handle of this run's simulators)."""
     obs_space, act_space = simulator.observation_space, simulator.action_space
     obs_shape = (num_envs, *obs_space.shape)
     obs_struct = jax.ShapeDtypeStruct(obs_shape, jnp.float32)
@@ -121,13 +113,11 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
 
     def init(key):
         seed = jax.random.randint(key, (), 0, 2**30)
-        handle, obs = io_callback(
+        return io_callback(
             host_reset, (jax.ShapeDtypeStruct((), jnp.int32), obs_struct), seed, ordered=True
         )
-        zeros = jnp.zeros(batch, jnp.float32)
-        return HostEnvState(handle, obs, zeros, zeros.astype(jnp.int32))
 
-    def apply(state: HostEnvState, inputs, key):
+    def step(handle, action, key):
         del key  # the simulators keep their own random streams, seeded at init
         results = (
             obs_struct,
@@ -137,35 +127,11 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
             obs_struct,
         )
         obs, reward, terminated, truncated, final = io_callback(
-            host_step, results, state.handle, inputs["action"], ordered=True
+            host_step, results, handle, action, ordered=True
         )
-        done = jnp.logical_or(terminated, truncated)
-        ep_return = state.episode_return + reward
-        ep_length = state.episode_length + 1
-        new_state = HostEnvState(
-            state.handle, obs, jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length)
-        )
-        outputs = {
-            "reward": reward,
-            "terminated": terminated,
-            "truncated": truncated,
-            "next_observation": final,
-            "episode_return": ep_return,
-            "episode_length": ep_length,
-        }
-        return new_state, outputs
+        return handle, TimeStep(obs, reward, terminated, truncated, final)
 
-    return fragment(
-        name,
-        Role.ENV,
-        apply,
-        init=init,
-        inputs=("action",),
-        outputs=ENV_OUTPUTS,
-        publish=lambda state: {"observation": state.observation},
-        published=("observation",),
-        placement="host",
-    )
+    return batched_env_fragment(name, num_envs, init, step, placement="host")
 
 
 def close(handle: int) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxrl_fdg.envs.base import Environment, EpisodeState
+from jaxrl_fdg.envs.base import Environment, EpisodeState, TimeStep
 from jaxrl_fdg.fragment import Fragment, Role, fragment
 
 ENV_OUTPUTS = (
@@ -21,7 +22,8 @@ ENV_OUTPUTS = (
 
 
 class EnvFragmentState(NamedTuple):
-    """Batched environment state, the observation to act on, and running episode statistics.
+    """The simulator's state (batched environment state, or a host simulator's handle), the
+    observation to act on, and running episode statistics.
 
     Shapes: ``observation`` ``[B, *obs_shape]``; ``episode_return``/``episode_length`` ``[B]``.
     """
@@ -43,18 +45,44 @@ def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env"
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
-    def init(key: jax.Array) -> EnvFragmentState:
+    def init(key: jax.Array) -> tuple[EpisodeState, jax.Array]:
         env_state, timestep = reset(jax.random.split(key, num_envs), params)
+        return env_state, timestep.observation
+
+    def step_batch(env_state: EpisodeState, action: jax.Array, key: jax.Array):
+        return step(jax.random.split(key, num_envs), env_state, action, params)
+
+    return batched_env_fragment(name, num_envs, init, step_batch)
+
+
+def batched_env_fragment(
+    name: str,
+    num_envs: int,
+    init: Callable[[jax.Array], tuple[Any, jax.Array]],
+    step: Callable[[Any, jax.Array, jax.Array], tuple[Any, TimeStep]],
+    placement: str = "device",
+) -> Fragment:
+    """The env fragment around any batched simulator: episode statistics, edges, publishing.
+
+    Args:
+      init: ``key -> (simulator state, first observation [B, ...])``.
+      step: ``(simulator state, action [B, ...], key) -> (simulator state, TimeStep of [B])``,
+        auto-resetting finished episodes itself.
+      placement: ``"device"`` or ``"host"`` (see :class:`~jaxrl_fdg.fragment.Fragment`).
+    """
+
+    def init_state(key: jax.Array) -> EnvFragmentState:
+        sim_state, observation = init(key)
         zeros = jnp.zeros((num_envs,), jnp.float32)
-        return EnvFragmentState(env_state, timestep.observation, zeros, zeros.astype(jnp.int32))
+        return EnvFragmentState(sim_state, observation, zeros, zeros.astype(jnp.int32))
 
     def apply(state: EnvFragmentState, inputs, key: jax.Array):
-        env_state, ts = step(jax.random.split(key, num_envs), state.env, inputs["action"], params)
+        sim_state, ts = step(state.env, inputs["action"], key)
         done = jnp.logical_or(ts.terminated, ts.truncated)
         ep_return = state.episode_return + ts.reward
         ep_length = state.episode_length + 1
         new_state = EnvFragmentState(
-            env_state,
+            sim_state,
             ts.observation,
             jnp.where(done, 0.0, ep_return),
             jnp.where(done, 0, ep_length),
@@ -73,9 +101,10 @@ def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env"
         name,
         Role.ENV,
         apply,
-        init=init,
+        init=init_state,
         inputs=("action",),
         outputs=ENV_OUTPUTS,
         publish=lambda state: {"observation": state.observation},
         published=("observation",),
+        placement=placement,
     )

@@ -94,7 +94,7 @@ def train(
         if loop.env_frag.placement == "host":
             from jaxrl_fdg.envs.host import close
 
-            close(state.fragments[loop.env_frag.name].handle)
+            close(state.fragments[loop.env_frag.name].env)
     if print_summary:
         print(format_summary(summary))
     return RunResult(state, _concat(run.history), summary, folder.path if folder else None)

@@ -53,7 +53,7 @@ def test_step_mode_does_not_compile_the_host_env():
     fused = rl.make_plan("fragment", loop)
     fused.compile(state)
     assert "rollout" in fused.compiled  # the host env is called back from inside the program
-    host.close(state.fragments["env"].handle)
+    host.close(state.fragments["env"].env)
 
 
 def test_episodes_end_and_reset_like_jax_envs(by_mode):
@@ -80,7 +80,7 @@ def test_unknown_gymnasium_id_is_a_config_error():
 
 
 def test_simulators_are_closed_after_a_run(by_mode):
-    handle = int(by_mode["scan"].state.fragments["env"].handle)
+    handle = int(by_mode["scan"].state.fragments["env"].env)
     assert handle not in host._SIMULATORS
 
 
