@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import jax
 
 from jaxrl_fdg import envs
+from jaxrl_fdg.profiling import machine_info
 
 ENVS = (
     "CartPole-v1",
@@ -140,13 +139,7 @@ def main() -> None:
     report = {
         "benchmark": "envs",
         "config": {"num_envs": sizes, "steps": args.steps, "python_steps": args.python_steps},
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-            "cpu_count": os.cpu_count(),
-        },
+        "machine": machine_info(),
         "results": results,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -41,6 +40,7 @@ import handwritten_ppo  # noqa: E402
 
 import jaxrl_fdg as rl  # noqa: E402
 from jaxrl_fdg.config import resolve  # noqa: E402
+from jaxrl_fdg.profiling import machine_info  # noqa: E402
 
 
 def run_baseline(total_steps: int, seed: int) -> dict:
@@ -156,15 +156,7 @@ def main() -> None:
             "seed": args.seed,
             "repeats": args.repeats,
         },
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-            "devices": [str(d) for d in jax.devices()],
-            "cpu_count": os.cpu_count(),
-            "cpus_used": len(os.sched_getaffinity(0)),
-        },
+        "machine": machine_info(),
         "results": results,
         "ratios": ratios,
     }

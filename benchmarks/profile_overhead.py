@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 from pathlib import Path
 
-import jax
-
 import jaxrl_fdg as rl
+from jaxrl_fdg.profiling import machine_info
 
 MODES = ("off", "host", "sync", "trace")
 
@@ -71,13 +68,7 @@ def main() -> None:
             "algo": "ppo",
             "env": "CartPole-v1",
         },
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-            "cpu_count": os.cpu_count(),
-        },
+        "machine": machine_info(),
         "targets": {"host": 0.02, "sync": 0.10, "trace": 0.10},
         "results": results,
     }

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -23,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_fdg.fragments import replay
+from jaxrl_fdg.profiling import machine_info
 
 EXAMPLE = {"obs": jnp.zeros(4), "action": jnp.int32(0), "reward": jnp.float32(0)}
 
@@ -135,13 +134,7 @@ def main() -> None:
             "calls": args.calls,
             "transition": "obs f32[4], action i32, reward f32",
         },
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-            "cpu_count": os.cpu_count(),
-        },
+        "machine": machine_info(),
         "results": results,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

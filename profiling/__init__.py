@@ -1,7 +1,7 @@
 """Timing: scopes per fragment and program, compile time, device time, overhead correction."""
 
 from jaxrl_fdg.profiling import chart, trace
-from jaxrl_fdg.profiling.report import summarize, summary_table
+from jaxrl_fdg.profiling.report import machine_info, summarize, summary_table
 from jaxrl_fdg.profiling.timers import (
     MODES,
     ScopeStats,
@@ -21,6 +21,7 @@ __all__ = [
     "compile_count",
     "corrected",
     "install_compile_listener",
+    "machine_info",
     "scope",
     "scope_overhead",
     "summarize",

@@ -19,6 +19,24 @@ from jaxrl_fdg.profiling.trace import Attribution
 _BOUNDARY = ("collect", "log")
 
 
+def machine_info() -> dict[str, Any]:
+    """Where a measurement was taken: platform, Python, JAX, backend, devices, cores usable."""
+    import os
+    import platform
+
+    import jax
+
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "cpu_count": os.cpu_count(),
+        "cpus_used": len(os.sched_getaffinity(0)),
+    }
+
+
 def summarize(
     timings: Timings,
     run_seconds: float,
