@@ -13,14 +13,13 @@ scan is run once before timing) and reported apart.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import jax
 
 from jaxrl_fdg import envs
-from jaxrl_fdg.profiling import machine_info
+from jaxrl_fdg.profiling import write_report
 
 ENVS = (
     "CartPole-v1",
@@ -136,15 +135,12 @@ def main() -> None:
             print(f"{name:>26} × {n:>5}: {cells}", flush=True)
         results[name] = rows
 
-    report = {
-        "benchmark": "envs",
-        "config": {"num_envs": sizes, "steps": args.steps, "python_steps": args.python_steps},
-        "machine": machine_info(),
-        "results": results,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(
+        args.out,
+        "envs",
+        {"num_envs": sizes, "steps": args.steps, "python_steps": args.python_steps},
+        results,
+    )
 
 
 if __name__ == "__main__":

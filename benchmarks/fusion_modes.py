@@ -12,7 +12,6 @@ per iteration is flat); every other mode runs the whole budget.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -40,7 +39,7 @@ import handwritten_ppo  # noqa: E402
 
 import jaxrl_fdg as rl  # noqa: E402
 from jaxrl_fdg.config import resolve  # noqa: E402
-from jaxrl_fdg.profiling import machine_info  # noqa: E402
+from jaxrl_fdg.profiling import write_report  # noqa: E402
 
 
 def run_baseline(total_steps: int, seed: int) -> dict:
@@ -142,9 +141,10 @@ def main() -> None:
     }
     if "eager" in results:
         ratios["scan_vs_eager"] = results["scan"]["steps_per_s"] / results["eager"]["steps_per_s"]
-    report = {
-        "benchmark": "fusion_modes",
-        "config": {
+    write_report(
+        args.out,
+        "fusion_modes",
+        {
             "env": "CartPole-v1",
             "num_envs": 4,
             "rollout_len": 128,
@@ -156,12 +156,9 @@ def main() -> None:
             "seed": args.seed,
             "repeats": args.repeats,
         },
-        "machine": machine_info(),
-        "results": results,
-        "ratios": ratios,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        results,
+        ratios=ratios,
+    )
 
     print("| mode | compile s | run s | env-steps/s | final return |")  # README: see its table
     print("|---|---:|---:|---:|---:|")
@@ -170,7 +167,6 @@ def main() -> None:
         final = "—" if r["final_return"] is None else f"{r['final_return']:.1f}"
         print(f"| {name} | {compile_s} | {r['run_s']:.2f} | {r['steps_per_s']:,.0f} | {final} |")
     print(" ".join(f"{k} = {v:.3f}" for k, v in ratios.items()))
-    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

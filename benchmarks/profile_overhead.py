@@ -12,12 +12,11 @@ subtracted, and its remaining bias against ``off``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.profiling import machine_info
+from jaxrl_fdg.profiling import write_report
 
 MODES = ("off", "host", "sync", "trace")
 
@@ -59,21 +58,19 @@ def main() -> None:
                 t.get("profiler_session_s", 0.0) for t in runs[mode]
             ),
         }
-    report = {
-        "benchmark": "profile_overhead",
-        "config": {
+    write_report(
+        out,
+        "profile_overhead",
+        {
             "fusion": args.fusion,
             "total_steps": args.total_steps,
             "repeats": args.repeats,
             "algo": "ppo",
             "env": "CartPole-v1",
         },
-        "machine": machine_info(),
-        "targets": {"host": 0.02, "sync": 0.10, "trace": 0.10},
-        "results": results,
-    }
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(report, indent=2) + "\n")
+        results,
+        targets={"host": 0.02, "sync": 0.10, "trace": 0.10},
+    )
     print("| mode | run s | overhead vs off | corrected run s | bias after correction | events |")
     print("|---|---:|---:|---:|---:|---:|")
     for mode, r in results.items():
@@ -82,7 +79,6 @@ def main() -> None:
             f"{r['corrected_run_s']:.3f} | {100 * r['corrected_bias']:+.1f}% | "
             f"{r['scope_events']:,} |"
         )
-    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

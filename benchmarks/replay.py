@@ -12,7 +12,6 @@ would (otherwise each call would copy the whole tree). Median of ``--calls`` aft
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_fdg.fragments import replay
-from jaxrl_fdg.profiling import machine_info
+from jaxrl_fdg.profiling import write_report
 
 EXAMPLE = {"obs": jnp.zeros(4), "action": jnp.int32(0), "reward": jnp.float32(0)}
 
@@ -125,21 +124,18 @@ def main() -> None:
             update = f"{r['update_us']:9.1f}" if "update_us" in r else "        —"
             print(f"  {name:>9}: sample {r['sample_us']:9.1f} µs   update {update} µs")
 
-    report = {
-        "benchmark": "replay",
-        "config": {
+    write_report(
+        args.out,
+        "replay",
+        {
             "capacity": capacity,
             "batches": batches,
             "arities": arities,
             "calls": args.calls,
             "transition": "obs f32[4], action i32, reward f32",
         },
-        "machine": machine_info(),
-        "results": results,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+        results,
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Timing: scopes per fragment and program, compile time, device time, overhead correction."""
 
 from jaxrl_fdg.profiling import chart, trace
-from jaxrl_fdg.profiling.report import machine_info, summarize, summary_table
+from jaxrl_fdg.profiling.report import machine_info, summarize, summary_table, write_report
 from jaxrl_fdg.profiling.timers import (
     MODES,
     ScopeStats,
@@ -27,4 +27,5 @@ __all__ = [
     "summarize",
     "summary_table",
     "trace",
+    "write_report",
 ]

@@ -37,6 +37,23 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def write_report(path: str, benchmark: str, config: dict, results: dict, **extra: Any) -> None:
+    """Write a benchmark's results as JSON (with :func:`machine_info`) and say where."""
+    import json
+    from pathlib import Path
+
+    report = {
+        "benchmark": benchmark,
+        "config": config,
+        "machine": machine_info(),
+        "results": results,
+        **extra,
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
 def summarize(
     timings: Timings,
     run_seconds: float,
