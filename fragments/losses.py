@@ -99,3 +99,71 @@ def approx_kl(log_prob: jax.Array, log_prob_old: jax.Array) -> jax.Array:
     """
     log_ratio = log_prob - log_prob_old
     return ((jnp.exp(log_ratio) - 1.0) - log_ratio).mean()
+
+
+def n_step_returns(
+    r_t: jax.Array,
+    terminated_t: jax.Array,
+    truncated_t: jax.Array,
+    gamma: float,
+    n: int,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """n-step returns inside a window of ``T`` steps, for replay (Sutton 1988; Hessel et al. 2018).
+
+    For each step ``t`` the return runs over ``k ≤ n`` steps, stopping early where an episode
+    ends (termination or truncation) or the window does:
+
+        G_t = Σ_{j<k} γ^j r_{t+j}        discount_t = γ^k (1 − terminated_{t+k−1})
+
+    so the TD target ``G_t + discount_t · V(s'_{t+k−1})`` bootstraps from the state actually
+    reached after the last included step (the final observation on truncation) and not at all
+    on termination.
+
+    Args:
+      r_t: ``[T, B]`` rewards; ``terminated_t``, ``truncated_t``: ``[T, B]`` booleans.
+    Returns:
+      ``(G [T, B], discount [T, B], last [T, B] int32)``: ``last`` indexes the step whose
+      ``next_observation`` to bootstrap from.
+    """
+    steps = r_t.shape[0]
+    t = jnp.broadcast_to(jnp.arange(steps, dtype=jnp.int32)[:, None], r_t.shape)
+    ended = jnp.logical_or(terminated_t, truncated_t)
+    ret = jnp.zeros_like(r_t)
+    discount = jnp.ones_like(r_t)
+    alive = jnp.ones(r_t.shape, bool)
+    last = t
+    for j in range(n):
+        index = jnp.minimum(t + j, steps - 1)
+        valid = alive & (t + j < steps)
+        reward = jnp.take_along_axis(r_t, index, axis=0)
+        terminal = jnp.take_along_axis(terminated_t, index, axis=0)
+        ret = ret + jnp.where(valid, discount * reward, 0.0)
+        last = jnp.where(valid, index, last)
+        discount = jnp.where(valid, discount * gamma * (1.0 - terminal.astype(r_t.dtype)), discount)
+        alive = valid & ~jnp.take_along_axis(ended, index, axis=0)
+    return ret, discount, last
+
+
+def td_target(reward: jax.Array, discount: jax.Array, next_value: jax.Array) -> jax.Array:
+    """``y = r + discount · V(s')`` with no gradient through the target (any batch shape)."""
+    return jax.lax.stop_gradient(reward + discount * next_value)
+
+
+def q_learning_next_value(
+    q_next_target: jax.Array, q_next_online: jax.Array | None = None
+) -> jax.Array:
+    """The bootstrap value of Q-learning, ``[B, A] -> [B]``.
+
+    Plain (Watkins 1989; Mnih et al. 2015): ``max_a Q_target(s', a)``. Double Q-learning
+    (van Hasselt, Guez & Silver 2016), when ``q_next_online`` is given: the online network
+    chooses, the target network evaluates, ``Q_target(s', argmax_a Q_online(s', a))``.
+    """
+    if q_next_online is None:
+        return q_next_target.max(axis=-1)
+    best = jnp.argmax(q_next_online, axis=-1)
+    return jnp.take_along_axis(q_next_target, best[..., None], axis=-1)[..., 0]
+
+
+def weighted_mean(x: jax.Array, weights: jax.Array) -> jax.Array:
+    """``mean(w · x)``: importance-weighted loss of prioritized replay (ones for uniform)."""
+    return jnp.mean(weights * x)

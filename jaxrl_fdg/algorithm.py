@@ -41,15 +41,53 @@ class AlgorithmContext:
         return self.num_envs * self.rollout_len
 
 
+class Replay(NamedTuple):
+    """An off-policy algorithm's replay: a fragment that stores, and the sampling side the loop
+    drives between learner updates.
+
+    Attributes:
+      fragment: role ``replay``; its state is the buffer, its ``apply`` stores the edge
+        ``trajectory`` (one rollout, ``[T, B]``).
+      sample: ``(replay state, key, env_steps) -> Sample`` (``env_steps`` drives schedules such as
+        prioritized replay's β).
+      update: ``(replay state, sample, td_error [batch]) -> replay state``: priority updates (the
+        identity for uniform replay).
+      can_sample: ``replay state -> bool``.
+    """
+
+    fragment: Fragment
+    sample: Callable[[Any, Any, Any], Any]
+    update: Callable[[Any, Any, Any], Any]
+    can_sample: Callable[[Any], Any]
+
+
+class OffPolicy(NamedTuple):
+    """How an off-policy learner is fed: from ``replay``, ``updates_per_iteration`` times per
+    rollout, once ``learning_starts`` env steps have been collected (the warm-up)."""
+
+    replay: Replay
+    updates_per_iteration: int
+    learning_starts: int
+
+
 class Algorithm(NamedTuple):
-    """The algorithm-specific fragments of the graph."""
+    """The algorithm-specific fragments of the graph.
+
+    An on-policy algorithm's learner reads the edge ``trajectory`` once per rollout. An
+    off-policy one (``off_policy`` set) reads ``batch``, a :class:`~jaxrl_fdg.fragments.replay.
+    Sample` drawn from the replay, and outputs ``td_error`` for the replay's priorities.
+    """
 
     name: str
     actor: Fragment
     learner: Fragment
+    off_policy: OffPolicy | None = None
 
     def check(self) -> None:
-        for frag, role in ((self.actor, Role.ACTOR), (self.learner, Role.LEARNER)):
+        pairs = [(self.actor, Role.ACTOR), (self.learner, Role.LEARNER)]
+        if self.off_policy is not None:
+            pairs.append((self.off_policy.replay.fragment, Role.REPLAY))
+        for frag, role in pairs:
             if frag.role is not role:
                 raise ValueError(
                     f"fragment {frag.name!r} has role {frag.role.value}, expected {role.value}"
@@ -76,7 +114,10 @@ class AlgorithmSpec(NamedTuple):
 
 
 # Built-in algorithms are imported on first use, so importing the core stays light.
-_BUILTIN = {"ppo": "jaxrl_fdg.fragments.ppo:SPEC"}
+_BUILTIN = {
+    "ppo": "jaxrl_fdg.fragments.ppo:SPEC",
+    "dqn": "jaxrl_fdg.fragments.dqn:SPEC",
+}
 _REGISTRY: dict[str, AlgorithmSpec] = {}
 
 

@@ -1,9 +1,13 @@
-"""The on-policy loop as pure functions: one policy call, one env step, a rollout, an update.
+"""The RL loop as pure functions: one policy call, one env step, a rollout, an update.
 
 Every fusion mode is built from exactly these functions, so every mode computes the same thing;
 the modes differ only in where the compilation boundaries fall:
 
     iteration = begin ; rollout_step × T (each = act ; env) ; stack ; learn
+
+For an on-policy algorithm ``learn`` is one learner call on the trajectory. For an off-policy one
+it stores the trajectory in the replay fragment, then (after the warm-up) runs
+``updates_per_iteration`` rounds of sample → learner → priority update.
 
 Random keys are split inside these functions, never by the caller, so the key stream does not
 depend on how the pieces are compiled.
@@ -69,15 +73,18 @@ class Loop:
         self.env_frag = env
         self.actor = algorithm.actor
         self.learner = algorithm.learner
+        self.off_policy = algorithm.off_policy
         self.rollout_len = rollout_len
-        self.graph = Graph.build(algorithm.name, (env, self.actor, self.learner), rollout_len)
+        self.fragments = (env, self.actor, self.learner)
+        if self.off_policy is not None:
+            self.fragments += (self.off_policy.replay.fragment,)
+        self.graph = Graph.build(algorithm.name, self.fragments, rollout_len)
 
     # -- state -------------------------------------------------------------------------------
 
     def init(self, key: jax.Array) -> LoopState:
-        key, *keys = jax.random.split(key, 4)
-        frags = (self.env_frag, self.actor, self.learner)
-        states = {f.name: f.init(k) for f, k in zip(frags, keys, strict=True)}
+        key, *keys = jax.random.split(key, 1 + len(self.fragments))
+        states = {f.name: f.init(k) for f, k in zip(self.fragments, keys, strict=True)}
         return LoopState(states, key, jnp.zeros((), jnp.int32))
 
     def check_state(self, state: LoopState) -> None:
@@ -179,13 +186,65 @@ class Loop:
     def learn(
         self, state: LoopState, trajectory: Transition, key: jax.Array
     ) -> tuple[LoopState, Metrics]:
-        """One learner update on the trajectory; metrics include completed-episode statistics."""
-        states = state.fragments
-        edges = {**self.published_edges(states), "trajectory": trajectory}
-        learner_state, out = call(self.learner, states[self.learner.name], edges, key)
-        states = {**states, self.learner.name: learner_state}
-        metrics = {**out["metrics"], **episode_metrics(trajectory)}
+        """The learner's part of an iteration; metrics include completed-episode statistics."""
+        if self.off_policy is not None:
+            states, metrics = self._learn_from_replay(state, trajectory, key)
+        else:
+            states = state.fragments
+            edges = {**self.published_edges(states), "trajectory": trajectory}
+            learner_state, out = call(self.learner, states[self.learner.name], edges, key)
+            states = {**states, self.learner.name: learner_state}
+            metrics = out["metrics"]
+        metrics = {**metrics, **episode_metrics(trajectory)}
         return LoopState(states, state.key, state.iteration + 1), metrics
+
+    def _learn_from_replay(self, state: LoopState, trajectory: Transition, key: jax.Array):
+        """Store the rollout, then ``updates_per_iteration`` rounds of sample → update → new
+        priorities, once the warm-up is over. Metrics are means over the rounds (zeros, with
+        ``updates = 0``, during the warm-up)."""
+        off, states = self.off_policy, state.fragments
+        replay, learner = off.replay, self.learner
+        k_store, k_updates = jax.random.split(key)
+        replay_state, _ = call(
+            replay.fragment, states[replay.fragment.name], {"trajectory": trajectory}, k_store
+        )
+        env_steps = (state.iteration + 1) * trajectory.reward.size
+
+        def one_update(carry, key):
+            learner_state, replay_state = carry
+            k_sample, k_learn = jax.random.split(key)
+            batch = replay.sample(replay_state, k_sample, env_steps)
+            learner_state, out = call(learner, learner_state, {"batch": batch}, k_learn)
+            replay_state = replay.update(replay_state, batch, out["td_error"])
+            return (learner_state, replay_state), out["metrics"]
+
+        learner_state = states[learner.name]
+        keys = jax.random.split(k_updates, off.updates_per_iteration)
+        shapes = jax.eval_shape(one_update, (learner_state, replay_state), keys[0])[1]
+        names = sorted(shapes)
+
+        def updates(carry):
+            # Metrics are summed in the carry (see fragments.minibatch for why not stacked).
+            def body(inner, key):
+                carry, sums = inner
+                carry, metrics = one_update(carry, key)
+                return (carry, sums + jnp.stack([metrics[k] for k in names])), None
+
+            sums = jnp.zeros(len(names), jnp.float32)
+            (carry, sums), _ = jax.lax.scan(body, (carry, sums), keys)
+            return carry, sums / off.updates_per_iteration
+
+        def warm_up(carry):
+            return carry, jnp.zeros(len(names), jnp.float32)
+
+        ready = (env_steps >= off.learning_starts) & replay.can_sample(replay_state)
+        (learner_state, replay_state), means = jax.lax.cond(
+            ready, updates, warm_up, (learner_state, replay_state)
+        )
+        metrics = {k: means[i] for i, k in enumerate(names)}
+        metrics["updates"] = jnp.where(ready, off.updates_per_iteration, 0).astype(jnp.float32)
+        states = {**states, learner.name: learner_state, replay.fragment.name: replay_state}
+        return states, metrics
 
     def iteration(self, state: LoopState, _: Any = None) -> tuple[LoopState, Metrics]:
         state, trajectory, k_learn = self.rollout(state)
@@ -196,7 +255,7 @@ class Loop:
     def published_edges(self, states: dict) -> dict[str, Any]:
         """Every edge the fragments publish from their current state (no computation)."""
         edges: dict[str, Any] = {}
-        for frag in (self.env_frag, self.actor, self.learner):
+        for frag in self.fragments:
             edges.update(published(frag, states[frag.name]))
         return edges
 

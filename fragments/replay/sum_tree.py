@@ -52,10 +52,13 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+MIN_ARITY, MAX_ARITY = 2, 64
+
+
 def level_sizes(capacity: int, arity: int) -> list[int]:
     """Padded size of each level, leaves first."""
-    if not 2 <= arity <= 64:
-        raise ValueError(f"tree arity must be in [2, 64], got {arity}")
+    if not MIN_ARITY <= arity <= MAX_ARITY:
+        raise ValueError(f"tree arity must be in [{MIN_ARITY}, {MAX_ARITY}], got {arity}")
     if capacity < 1:
         raise ValueError(f"tree capacity must be positive, got {capacity}")
     sizes = [_ceil_div(capacity, arity) * arity]

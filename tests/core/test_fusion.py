@@ -1,4 +1,5 @@
-"""Every fusion mode computes the same thing, and nothing recompiles after the first iteration."""
+"""Every fusion mode computes the same thing for every registered algorithm, and nothing
+recompiles after the first iteration."""
 
 import logging
 
@@ -10,14 +11,16 @@ import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.profiling import compile_count
 
-SMALL = rl.TrainConfig(
-    total_steps=2 * 8 * 3,
-    num_envs=2,
-    rollout_len=8,
-    out=None,
-    progress=False,
-    hparams={"num_minibatches": 2, "update_epochs": 2},
-)
+SMALL = rl.TrainConfig(total_steps=2 * 8 * 3, num_envs=2, rollout_len=8, out=None, progress=False)
+# One tiny configuration per registered algorithm. Every registered algorithm must appear here
+# (test_every_algorithm_is_swept), so none can skip the equivalence tests below. Off-policy ones
+# warm up for the first iteration and update in the next two, so both branches of the loop run.
+_OFF_POLICY = {"learning_starts": 16, "batch_size": 8, "buffer_size": 64, "utd_ratio": 0.125}
+TINY = {
+    "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
+    "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": (16,), "n_step": 3}),
+}
+ALGOS = sorted(TINY)
 
 
 class _Messages(logging.Handler):
@@ -29,9 +32,9 @@ class _Messages(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def _run(mode):
+def _run(algo, mode):
     """Init, compile, one iteration, then two more; return state, metrics and what compiled late."""
-    loop = rl.build_loop(resolve(SMALL.replace(fusion=mode)))
+    loop = rl.build_loop(resolve(SMALL.replace(algo=algo, fusion=mode, **TINY[algo])))
     plan = rl.make_plan(mode, loop, chunk=2)
     state = plan.init(jax.random.key(7))
     plan.compile(state)
@@ -52,16 +55,21 @@ def _run(mode):
     return state, metrics, compile_count() - before, late
 
 
-@pytest.fixture(scope="module")
-def results():
-    # One run per mode, shared by the tests below (eager mode alone takes ~20 s on 2 cores).
-    return {mode: _run(mode) for mode in rl.FUSION_MODES}
+def test_every_algorithm_is_swept():
+    assert set(rl.algorithm.registered()) == set(TINY)
+
+
+@pytest.fixture(scope="module", params=ALGOS)
+def results(request):
+    # One run per mode and algorithm, shared by the tests below.
+    return {mode: _run(request.param, mode) for mode in rl.FUSION_MODES}
 
 
 @pytest.mark.parametrize("mode", [m for m in rl.FUSION_MODES if m != "scan"])
 def test_same_parameters_as_scan(results, mode):
-    reference = results["scan"][0].fragments["learner"]
-    state = results[mode][0].fragments["learner"]
+    # Every fragment's state: parameters, optimizer and target networks, replay, env, actor.
+    reference = results["scan"][0].fragments
+    state = results[mode][0].fragments
     # Compiled modes run identical programs op for op: bit-for-bit on CPU. Eager dispatches op by
     # op without XLA's fusion, so float32 rounding may differ in the last bits.
     tol = dict(rtol=1e-5, atol=1e-6) if mode == "eager" else dict(rtol=0, atol=0)
@@ -99,12 +107,11 @@ def test_no_recompilation_after_first_iteration(results, mode):
 def test_eager_compiles_only_optax_integer_powers(results):
     # In eager mode every op is compiled on first use and cached. The one exception is optax's
     # Adam bias correction `decay ** count`: with a concrete `count`, jnp.power specialises to
-    # an integer_pow kernel per exponent, i.e. one per optimizer step (2 epochs × 2 minibatches
-    # × 2 iterations here). Everything else must come from the cache.
+    # an integer_pow kernel per exponent, i.e. one per optimizer step. Everything else must come
+    # from the cache.
     _, _, new_compiles, late = results["eager"]
-    assert late, "expected the integer_pow kernels to show up in the compile log"
     assert all("integer_pow" in m for m in late), late
-    assert new_compiles == len(late) <= 2 * 2 * 2 * 2
+    assert new_compiles == len(late)
 
 
 def test_scan_chunk_shorter_than_program_reuses_it(results):

@@ -1,0 +1,66 @@
+"""Exploration for off-policy actors: warm-up with random actions, ε-greedy, Gaussian noise.
+
+Every function is pure and batched over the leading axis ``B`` (one row per environment).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl_fdg.envs.spaces import Box, Discrete, Space
+
+
+def random_actions(key: jax.Array, space: Space, batch: int) -> jax.Array:
+    """``batch`` actions drawn uniformly from ``space`` (a bounded Box or Discrete)."""
+    if isinstance(space, Discrete):
+        return jax.random.randint(key, (batch,), 0, space.n, dtype=jnp.int32)
+    low, high = box_bounds(space)
+    return jax.random.uniform(key, (batch, *space.shape), space.dtype, low, high)
+
+
+def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """``argmax_a Q(s, a)`` with probability ``1 − ε``, a uniform action otherwise.
+
+    ``q_values``: ``[B, A]``; returns int32 ``[B]``.
+    """
+    k_explore, k_action = jax.random.split(key)
+    batch, num_actions = q_values.shape
+    greedy = jnp.argmax(q_values, axis=-1).astype(jnp.int32)
+    uniform = jax.random.randint(k_action, (batch,), 0, num_actions, dtype=jnp.int32)
+    return jnp.where(jax.random.uniform(k_explore, (batch,)) < epsilon, uniform, greedy)
+
+
+def box_bounds(space: Box) -> tuple[jax.Array, jax.Array]:
+    """``(low, high)`` broadcast to the space's shape."""
+    low = jnp.broadcast_to(jnp.asarray(space.low, space.dtype), space.shape)
+    high = jnp.broadcast_to(jnp.asarray(space.high, space.dtype), space.shape)
+    return low, high
+
+
+def to_box(unit_action: jax.Array, space: Box) -> jax.Array:
+    """Map an action in ``[−1, 1]`` (a tanh output) affinely onto the box."""
+    low, high = box_bounds(space)
+    return low + (unit_action + 1.0) * 0.5 * (high - low)
+
+
+def from_box(action: jax.Array, space: Box) -> jax.Array:
+    """Inverse of :func:`to_box`: an action in the box as a point of ``[−1, 1]``."""
+    low, high = box_bounds(space)
+    return 2.0 * (action - low) / (high - low) - 1.0
+
+
+def gaussian_noise(
+    key: jax.Array, unit_action: jax.Array, scale: float, clip: float | None = None
+) -> jax.Array:
+    """``clip(a + ε, −1, 1)`` with ``ε ~ N(0, scale²)``, optionally clipped to ``[−clip, clip]``
+    first (TD3's target smoothing); actions live in ``[−1, 1]``."""
+    noise = scale * jax.random.normal(key, unit_action.shape, unit_action.dtype)
+    if clip is not None:
+        noise = jnp.clip(noise, -clip, clip)
+    return jnp.clip(unit_action + noise, -1.0, 1.0)
+
+
+def warming_up(actions_taken: jax.Array, learning_starts: int) -> jax.Array:
+    """Whether the actor is still in the warm-up (acts at random, the learner waits)."""
+    return actions_taken < learning_starts

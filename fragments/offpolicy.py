@@ -1,0 +1,204 @@
+"""What every off-policy algorithm shares: its replay configuration, the replay fragment that
+turns rollouts into n-step experience, and the update-to-data schedule.
+
+An off-policy algorithm (DQN, SAC, TD3, DDPG) supplies an actor and a learner whose ``apply``
+reads the edge ``batch`` (a :class:`~jaxrl_fdg.fragments.replay.Sample` of :class:`Experience`)
+and outputs ``metrics`` and ``td_error``; :func:`off_policy` builds the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl_fdg import validate
+from jaxrl_fdg.algorithm import AlgorithmContext, OffPolicy, Replay
+from jaxrl_fdg.envs.spaces import Box, Discrete
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.fragment import Role, fragment
+from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments.replay import linear_beta, make_prioritized, make_uniform
+from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
+
+REPLAY_KINDS = ("uniform", "prioritized")
+
+
+@dataclasses.dataclass(frozen=True)
+class OffPolicyConfig:
+    """Hyperparameters shared by the off-policy algorithms (each is a ``--flag``).
+
+    Attributes:
+      buffer_size: replay capacity in transitions.
+      batch_size: transitions per gradient update.
+      learning_starts: env steps of warm-up (random actions, no updates) before learning.
+      utd_ratio: gradient updates per env step (update-to-data ratio); with ``B`` envs and
+        rollouts of ``T`` steps, each iteration makes ``utd_ratio · B · T`` updates, which must be
+        a whole number.
+      n_step: length of the n-step returns stored in the replay.
+      replay: ``uniform`` or ``prioritized`` (Schaul et al. 2016).
+      tree_arity: arity K of the prioritized replay's sum tree.
+      priority_alpha: priority exponent α; ``priority_beta``: initial importance-sampling
+        exponent β, annealed linearly to 1 over the run.
+    """
+
+    buffer_size: int = 100_000
+    batch_size: int = 256
+    learning_starts: int = 5_000
+    utd_ratio: float = 1.0
+    n_step: int = 1
+    replay: str = "uniform"
+    tree_arity: int = 8
+    priority_alpha: float = 0.6
+    priority_beta: float = 0.4
+
+    def __post_init__(self) -> None:
+        for name in ("buffer_size", "batch_size", "n_step"):
+            validate.positive_int(name, getattr(self, name))
+        validate.non_negative("learning_starts", self.learning_starts)
+        validate.in_range("utd_ratio", self.utd_ratio, 0.0, 1024.0, low_open=True)
+        validate.choice("replay", self.replay, REPLAY_KINDS)
+        if not MIN_ARITY <= self.tree_arity <= MAX_ARITY or isinstance(self.tree_arity, bool):
+            raise ConfigError(
+                f"tree_arity must be an integer in [{MIN_ARITY}, {MAX_ARITY}], "
+                f"got {self.tree_arity!r}"
+            )
+        validate.in_range("priority_alpha", self.priority_alpha, 0.0, 1.0)
+        validate.in_range("priority_beta", self.priority_beta, 0.0, 1.0)
+        if self.batch_size > self.buffer_size:
+            raise ConfigError(
+                f"batch_size = {self.batch_size} exceeds buffer_size = {self.buffer_size}"
+            )
+
+
+class Experience(NamedTuple):
+    """One stored transition with its n-step return:
+
+        reward   = Σ_{j<k} γ^j r_{t+j}
+        discount = γ^k if the episode did not terminate within the k steps, else 0
+        next_observation = s_{t+k}
+
+    where ``k ≤ n`` stops early at the end of an episode or of the rollout window. A learner's
+    TD target is ``reward + discount · V(next_observation)`` whatever ``n`` is.
+    """
+
+    observation: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    discount: jax.Array
+    next_observation: jax.Array
+
+
+def updates_per_iteration(ctx: AlgorithmContext) -> int:
+    """``utd_ratio × num_envs × rollout_len``, which must be a whole number ≥ 1."""
+    hp = ctx.hparams
+    exact = hp.utd_ratio * ctx.batch_size
+    if exact < 1 or abs(exact - round(exact)) > 1e-6:
+        raise ConfigError(
+            f"utd_ratio = {hp.utd_ratio} × num_envs × rollout_len = {ctx.batch_size} gives "
+            f"{exact:g} updates per iteration; it must be a whole number ≥ 1"
+        )
+    return round(exact)
+
+
+def check(ctx: AlgorithmContext) -> None:
+    """The checks every off-policy algorithm makes before compiling."""
+    hp = ctx.hparams
+    updates_per_iteration(ctx)
+    if hp.n_step > ctx.rollout_len:
+        raise ConfigError(
+            f"n_step = {hp.n_step} exceeds rollout_len = {ctx.rollout_len}: n-step returns are "
+            f"computed within a rollout; use rollout_len ≥ {hp.n_step}"
+        )
+    if ctx.batch_size > hp.buffer_size:
+        raise ConfigError(
+            f"one rollout (num_envs × rollout_len = {ctx.batch_size}) exceeds "
+            f"buffer_size = {hp.buffer_size}"
+        )
+
+
+def check_box(name: str, space: Any) -> None:
+    """Continuous-control algorithms need a bounded Box action space."""
+    if not isinstance(space, Box):
+        raise ConfigError(f"{name} needs a Box action space, got {type(space).__name__}")
+    low, high = jnp.asarray(space.low), jnp.asarray(space.high)
+    if not (bool(jnp.all(jnp.isfinite(low))) and bool(jnp.all(jnp.isfinite(high)))):
+        raise ConfigError(f"{name} needs a bounded action space, got low={low}, high={high}")
+
+
+def n_step_experience(trajectory: Any, gamma: float, n: int) -> Experience:
+    """The rollout ``[T, B]`` as ``T · B`` flat :class:`Experience` records of n-step returns."""
+    reward, discount, next_index = losses.n_step_returns(
+        trajectory.reward, trajectory.terminated, trajectory.truncated, gamma, n
+    )
+    next_observation = jnp.take_along_axis(
+        trajectory.next_observation,
+        next_index.reshape(*next_index.shape, *(1,) * (trajectory.next_observation.ndim - 2)),
+        axis=0,
+    )
+    experience = Experience(
+        trajectory.observation, trajectory.action, reward, discount, next_observation
+    )
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), experience)
+
+
+def example_experience(ctx: AlgorithmContext) -> Experience:
+    obs_space, act_space = ctx.observation_space, ctx.action_space
+    observation = jnp.zeros(obs_space.shape, obs_space.dtype)
+    dtype = jnp.int32 if isinstance(act_space, Discrete) else act_space.dtype
+    scalar = jnp.zeros((), jnp.float32)
+    return Experience(observation, jnp.zeros(act_space.shape, dtype), scalar, scalar, observation)
+
+
+def off_policy(ctx: AlgorithmContext, gamma: float) -> OffPolicy:
+    """The replay fragment and the update schedule from :class:`OffPolicyConfig` fields of
+    ``ctx.hparams``; ``gamma`` discounts the n-step returns."""
+    hp = ctx.hparams
+    if hp.replay == "prioritized":
+        buffer = make_prioritized(
+            hp.buffer_size, hp.batch_size, alpha=hp.priority_alpha, arity=hp.tree_arity
+        )
+    else:
+        buffer = make_uniform(hp.buffer_size, hp.batch_size)
+    total_steps = ctx.num_iterations * ctx.batch_size
+    beta = linear_beta(hp.priority_beta, total_steps)
+    example = example_experience(ctx)
+
+    def store(state, inputs, key):
+        del key
+        experience = n_step_experience(inputs["trajectory"], gamma, hp.n_step)
+        return buffer.add(state, experience), {}
+
+    frag = fragment(
+        "replay",
+        Role.REPLAY,
+        store,
+        init=lambda key: buffer.init(example),
+        inputs=("trajectory",),
+        publish=lambda state: {"replay_size": state.size},
+        published=("replay_size",),
+    )
+    replay = Replay(
+        frag,
+        sample=lambda state, key, env_steps: buffer.sample(state, key, beta(env_steps)),
+        update=lambda state, sample, td_error: buffer.update_priorities(
+            state, sample.indices, sample.writes, td_error
+        ),
+        can_sample=buffer.can_sample,
+    )
+    return OffPolicy(replay, updates_per_iteration(ctx), hp.learning_starts)
+
+
+def update_target(target: Any, online: Any, updates: jax.Array, tau: float, period: int) -> Any:
+    """Every ``period`` learner updates, ``target ← τ · online + (1 − τ) · target``.
+
+    ``τ = 1`` with a long period is DQN's periodic copy (Mnih et al. 2015); ``period = 1`` with a
+    small ``τ`` is the Polyak averaging of DDPG, TD3 and SAC (Lillicrap et al. 2016).
+    ``updates`` counts the updates made, this one included.
+    """
+    return optax.periodic_update(
+        optax.incremental_update(online, target, tau), target, updates, period
+    )
