@@ -71,10 +71,7 @@ class DQNConfig(offpolicy.OffPolicyConfig):
         for name in ("epsilon_start", "epsilon_end", "epsilon_fraction"):
             validate.in_range(name, getattr(self, name), 0.0, 1.0)
         validate.non_negative("max_grad_norm", self.max_grad_norm)
-        if not self.hidden_sizes:
-            raise ConfigError("hidden_sizes must name at least one layer size")
-        for size in self.hidden_sizes:
-            validate.positive_int("hidden_sizes entry", size)
+        validate.layer_sizes("hidden_sizes", self.hidden_sizes)
         validate.choice("activation", self.activation, ACTIVATIONS)
 
 

@@ -43,3 +43,11 @@ def divides(name: str, value: int, into_name: str, into: int) -> None:
 def _divisors(n: int) -> str:
     small = [d for d in range(1, n + 1) if n % d == 0]
     return ", ".join(map(str, small[:12])) + (", ..." if len(small) > 12 else "")
+
+
+def layer_sizes(name: str, sizes: Any) -> None:
+    """A network's hidden layer sizes: a non-empty sequence of positive integers."""
+    if not sizes:
+        raise ConfigError(f"{name} must name at least one layer size")
+    for size in sizes:
+        positive_int(f"{name} entry", size)
