@@ -169,7 +169,10 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         publish=lambda state: {"params": state.params},
         published=("params",),
     )
-    return Algorithm("dqn", actor, learner, offpolicy.off_policy(ctx, hp.gamma))
+    def greedy(params, observation):
+        return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
+
+    return Algorithm("dqn", actor, learner, offpolicy.off_policy(ctx, hp.gamma), greedy)
 
 
 SPEC = AlgorithmSpec(

@@ -8,14 +8,14 @@ An algorithm is written once as pure fragments; a fusion flag decides how they a
     print(result.summary["final_return"])
 """
 
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, OffPolicy, Replay
 from jaxrl_fdg.config import TrainConfig, resolve
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragment import EmptyState, Fragment, Role, fragment
 from jaxrl_fdg.fusion import FUSION_MODES, make_plan
 from jaxrl_fdg.graph import Edge, Graph
 from jaxrl_fdg.loop import Loop, LoopState, Transition
-from jaxrl_fdg.runner import RunResult, build_loop, make_train, train
+from jaxrl_fdg.runner import RunResult, build_loop, evaluate, make_train, train
 
 __version__ = "0.1.0"
 
@@ -31,11 +31,14 @@ __all__ = [
     "Graph",
     "Loop",
     "LoopState",
+    "OffPolicy",
+    "Replay",
     "Role",
     "RunResult",
     "TrainConfig",
     "Transition",
     "build_loop",
+    "evaluate",
     "fragment",
     "make_plan",
     "make_train",

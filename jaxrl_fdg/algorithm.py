@@ -76,12 +76,16 @@ class Algorithm(NamedTuple):
     An on-policy algorithm's learner reads the edge ``trajectory`` once per rollout. An
     off-policy one (``off_policy`` set) reads ``batch``, a :class:`~jaxrl_fdg.fragments.replay.
     Sample` drawn from the replay, and outputs ``td_error`` for the replay's priorities.
+
+    ``policy(params, observations) -> actions`` is the deterministic policy used for evaluation
+    (the most probable action, or the mean of a Gaussian), on the learner's published ``params``.
     """
 
     name: str
     actor: Fragment
     learner: Fragment
     off_policy: OffPolicy | None = None
+    policy: Callable[[Any, Any], Any] | None = None
 
     def check(self) -> None:
         pairs = [(self.actor, Role.ACTOR), (self.learner, Role.LEARNER)]

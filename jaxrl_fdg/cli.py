@@ -1,4 +1,4 @@
-"""The ``jaxrl-fdg`` command: ``train``, ``list``, ``graph``.
+"""The ``jaxrl-fdg`` command: ``train``, ``evaluate``, ``list``, ``graph``, ``profile``, ``plot``.
 
 Settings are layered: defaults, then ``--config FILE``, then flags given on the command line.
 Bad input of any kind exits with status 2 and a one-line message, never a traceback.
@@ -11,14 +11,16 @@ import dataclasses
 import sys
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from jaxrl_fdg import algorithm as algorithms
 from jaxrl_fdg import config as cfg
-from jaxrl_fdg import envs
+from jaxrl_fdg import envs, plots
+from jaxrl_fdg.checkpoint import NonFiniteError
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fusion import FUSION_MODES, PROGRAMS
-from jaxrl_fdg.runner import build_loop, train
+from jaxrl_fdg.runner import build_loop, evaluate, train
 
 _RUN_FLAGS = {
     "algo": "registered algorithm (see `jaxrl-fdg list`)",
@@ -32,6 +34,10 @@ _RUN_FLAGS = {
     "run_name": "name of the run folder",
     "log_every": "iterations between host boundaries (0: auto)",
     "profile": "timing: off | host | sync | trace",
+    "checkpoint_every": "env steps between checkpoints (0: at the end and on Ctrl-C only)",
+    "keep": "checkpoints to keep",
+    "eval_every": "env steps between evaluations of the deterministic policy (0: none)",
+    "eval_episodes": "episodes per evaluation",
 }
 
 
@@ -42,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"jaxrl-fdg: error: {e}", file=sys.stderr)
         return 2
+    except NonFiniteError as e:
+        print(f"jaxrl-fdg: stopped: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("jaxrl-fdg: interrupted", file=sys.stderr)
         return 130
@@ -71,6 +80,27 @@ def _dispatch(argv: list[str]) -> int:
     graph.add_argument("--env", default=cfg.TrainConfig.env)
     graph.add_argument("--num-envs", type=int, default=cfg.TrainConfig.num_envs)
     graph.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
+    plot = sub.add_parser(
+        "plot",
+        help="learning curves of run folders: mean ± std over seeds",
+        allow_abbrev=False,
+    )
+    plot.add_argument("runs", nargs="+", metavar="RUN", help="a run folder, or a folder of them")
+    plot.add_argument(
+        "--metric", default="episode_return", help="metrics column (default: episode_return)"
+    )
+    plot.add_argument("--x", default="step", help="column of the x axis (default: step)")
+    plot.add_argument(
+        "--output",
+        metavar="FILE",
+        help=f"image file (default: {plots.DEFAULT_OUTPUT} here, or in the run folder of one run)",
+    )
+    ev = sub.add_parser(
+        "evaluate", help="evaluate a run's checkpoint with its deterministic policy"
+    )
+    ev.add_argument("run", metavar="RUN", help="a run folder")
+    ev.add_argument("--episodes", type=int, help="episodes (default: the run's eval_episodes)")
+    ev.add_argument("--iteration", type=int, help="the checkpoint's iteration (default: latest)")
     if argv[:1] == ["train"]:
         return _train(argv[1:])
     args = parser.parse_args(argv)
@@ -78,6 +108,10 @@ def _dispatch(argv: list[str]) -> int:
         return _list()
     if args.command == "profile":
         return _profile(args)
+    if args.command == "plot":
+        return _plot(args)
+    if args.command == "evaluate":
+        return _evaluate(args)
     return _graph(args)
 
 
@@ -86,7 +120,7 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxrl-fdg train", description="Train an agent.", allow_abbrev=False
     )
-    parser.add_argument("--config", metavar="FILE", help="a .toml or .json run config")
+    parser.add_argument("--config", metavar="FILE", help="a run config: .toml, .yaml/.yml or .json")
     run = parser.add_argument_group("run")
     hints = typing.get_type_hints(cfg.TrainConfig)
     for name, help_text in _RUN_FLAGS.items():
@@ -106,6 +140,25 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
         default=None,
         help="no live progress line",
     )
+    run.add_argument(
+        "--debug-nans",
+        dest="debug_nans",
+        action="store_true",
+        default=None,
+        help="JAX's NaN checks: raise at the op that first makes a NaN (slow)",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue the run in this folder from its latest checkpoint, with its own config",
+    )
+    run.add_argument(
+        "--no-compile-cache",
+        dest="compile_cache",
+        action="store_false",
+        default=None,
+        help="do not turn on JAX's persistent compilation cache (~/.cache/jaxrl_fdg/xla)",
+    )
     group = parser.add_argument_group(f"{spec.name} hyperparameters")
     for field in dataclasses.fields(spec.hparams):
         group.add_argument(
@@ -122,24 +175,42 @@ def _train(argv: list[str]) -> int:
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config")
     pre.add_argument("--algo")
+    pre.add_argument("--resume")
     known, _ = pre.parse_known_args(argv)
-    data: dict[str, Any] = cfg.load(known.config) if known.config else {}
-    algo = known.algo or data.get("algo", cfg.TrainConfig.algo)
-    args = _train_parser(algo).parse_args(argv)
+    data: dict[str, Any] = {}
+    algo = cfg.TrainConfig.algo
+    if known.resume:
+        if known.config:
+            raise ConfigError("--resume takes the run's own config; --config cannot be given")
+        known.config = str(Path(known.resume) / "config.toml")
+        if not Path(known.config).is_file():
+            raise ConfigError(f"{known.resume!r} is not a run folder (it has no config.toml)")
+    if known.config:
+        # The file is checked on its own first, so that its errors name the file.
+        data = cfg.load(known.config)
+        algo = cfg.from_mapping(data, source=known.config).algo
+    args = _train_parser(known.algo or algo).parse_args(argv)
 
-    given = {k: v for k, v in vars(args).items() if v is not None and k != "config"}
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("config", "resume")}
     hparams = dict(data.get("hparams", {}))
     hparams.update({k[3:]: v for k, v in given.items() if k.startswith("hp.")})
     merged = {**data, **{k: v for k, v in given.items() if not k.startswith("hp.")}}
     merged["hparams"] = hparams
-    if merged.get("out") == "":
-        merged["out"] = None
-    source = known.config or "command line"
-    config = cfg.from_mapping(merged, source=source)
+    config = cfg.from_mapping(merged, source="command line")
 
-    result = train(config, print_summary=True)
+    result = train(config, print_summary=True, resume=args.resume)
     if result.run_dir is not None:
         print(f"run folder: {result.run_dir}")
+    return 130 if result.summary["status"] == "interrupted" else 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    result = evaluate(args.run, episodes=args.episodes, iteration=args.iteration)
+    print(
+        f"{result['run']}: iteration {result['iteration']} ({result['env_steps']:,} env steps), "
+        f"{result['episodes']} episodes: return {result['eval_return']:.2f} "
+        f"± {result['eval_return_std']:.2f}, length {result['eval_length']:.1f}"
+    )
     return 0
 
 
@@ -158,6 +229,12 @@ def _list() -> int:
     print("fusion modes (most split to most fused; default scan):")
     for mode in FUSION_MODES:
         print(f"  {mode:<10} {PROGRAMS[mode]}")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    path = plots.plot_runs(args.runs, metric=args.metric, x=args.x, output=args.output)
+    print(f"learning curve: {path}")
     return 0
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import tomli_w
+import yaml
 
 from jaxrl_fdg import algorithm as algorithms
 from jaxrl_fdg import envs, validate
@@ -27,6 +28,22 @@ from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
 
 # Host boundaries per run when ``log_every`` is left at 0 (auto).
 AUTO_BOUNDARIES = 25
+
+# Settings that change how a run is watched, stored or checked, never what it computes: a run
+# resumes, and replicates group, regardless of them.
+NOT_COMPUTED = (
+    "out",
+    "run_name",
+    "progress",
+    "profile",
+    "log_every",
+    "compile_cache",
+    "checkpoint_every",
+    "keep",
+    "debug_nans",
+    "eval_every",
+    "eval_episodes",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +66,17 @@ class TrainConfig:
         iterations fused into one program call.
       progress: show live progress while training.
       profile: timing mode, one of ``off | host | sync | trace`` (see ``jaxrl_fdg.profiling``).
+      compile_cache: turn on JAX's persistent compilation cache in the user cache directory, so a
+        re-run of the same programs loads them instead of compiling (``jaxrl_fdg.compile_cache``;
+        a cache configured otherwise is left alone). ``False`` leaves JAX's settings untouched.
+      checkpoint_every: env steps between checkpoints of the whole training state (written at
+        the first host boundary past each multiple, and at the end); 0: only at the end and on
+        interruption.
+      keep: how many checkpoints to keep (the oldest are deleted).
+      debug_nans: JAX's own NaN checks (``jax_debug_nans``): the op that produced a NaN raises.
+      eval_every: env steps between evaluations of the deterministic policy (at the first host
+        boundary past each multiple; ``eval_return`` in the metrics); 0: none.
+      eval_episodes: episodes per evaluation, played in parallel on environments of their own.
       hparams: overrides of the algorithm's hyperparameters, by field name.
     """
 
@@ -64,6 +92,12 @@ class TrainConfig:
     log_every: int = 0
     progress: bool = True
     profile: str = "host"
+    compile_cache: bool = True
+    checkpoint_every: int = 0
+    keep: int = 3
+    debug_nans: bool = False
+    eval_every: int = 0
+    eval_episodes: int = 10
     hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -97,21 +131,13 @@ class Resolved(NamedTuple):
 
 def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms)."""
-    spec = spec if spec is not None else algorithms.get(config.algo)
+    spec, hparams = _check_values(config, spec)
     env, env_params = _environment(config.env)
-    validate.choice("fusion mode", config.fusion, FUSION_MODES)
-    validate.choice("profile mode", config.profile, PROFILE_MODES)
-    for name in ("total_steps", "num_envs", "rollout_len"):
-        validate.positive_int(name, getattr(config, name))
-    validate.non_negative("log_every", config.log_every)
-    if not isinstance(config.seed, int) or isinstance(config.seed, bool):
-        raise ConfigError(f"seed must be an integer, got {config.seed!r}")
     if config.total_steps < config.steps_per_iteration:
         raise ConfigError(
             f"total_steps = {config.total_steps} is less than one iteration "
             f"(num_envs × rollout_len = {config.steps_per_iteration})"
         )
-    hparams = make_hparams(spec, config.hparams)
     if env_params is None:  # a host simulator knows its spaces itself
         spaces = env.observation_space, env.action_space
     else:
@@ -126,6 +152,34 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     )
     spec.check(context)
     return Resolved(config, spec, hparams, env, env_params, context)
+
+
+def _check_values(
+    config: TrainConfig, spec: AlgorithmSpec | None = None
+) -> tuple[AlgorithmSpec, Any]:
+    """Check each value on its own (names, ranges, the algorithm's hyperparameters); return the
+    algorithm's spec and hyperparameters. Checks that combine values, or that need the
+    environment built, are :func:`resolve`'s."""
+    spec = spec if spec is not None else algorithms.get(config.algo)
+    if not config.env.startswith(("brax/", "gym/")):  # those two are checked as they are built
+        try:
+            envs.check_name(config.env)
+        except envs.UnknownEnvironmentError as e:
+            raise ConfigError(
+                f"{e}; or brax/<env>[:<backend>] for Brax, gym/<id> for any gymnasium environment"
+            ) from None
+    validate.choice("fusion mode", config.fusion, FUSION_MODES)
+    validate.choice("profile mode", config.profile, PROFILE_MODES)
+    for name in ("total_steps", "num_envs", "rollout_len"):
+        validate.positive_int(name, getattr(config, name))
+    validate.non_negative("log_every", config.log_every)
+    validate.non_negative("checkpoint_every", config.checkpoint_every)
+    validate.positive_int("keep", config.keep)
+    validate.non_negative("eval_every", config.eval_every)
+    validate.positive_int("eval_episodes", config.eval_episodes)
+    if not isinstance(config.seed, int) or isinstance(config.seed, bool):
+        raise ConfigError(f"seed must be an integer, got {config.seed!r}")
+    return spec, make_hparams(spec, config.hparams)
 
 
 def _environment(name: str) -> tuple[Any, Any]:
@@ -148,19 +202,13 @@ def _environment(name: str) -> tuple[Any, Any]:
             return host.gymnasium_simulator(name[len(host.PREFIX) :]), None
         except (ImportError, ValueError) as e:
             raise ConfigError(f"environment {name!r}: {e}") from None
-    try:
-        envs.check_name(name)
-    except envs.UnknownEnvironmentError as e:
-        raise ConfigError(
-            f"{e}; or brax/<env>[:<backend>] for Brax, gym/<id> for any gymnasium environment"
-        ) from None
     return envs.make(name)
 
 
 def make_hparams(spec: AlgorithmSpec, overrides: Mapping[str, Any]) -> Any:
     """The algorithm's hyperparameter dataclass with ``overrides`` applied and type-checked."""
     fields = {f.name: f for f in dataclasses.fields(spec.hparams)}
-    unknown = sorted(set(overrides) - set(fields))
+    unknown = sorted(str(k) for k in overrides if k not in fields)
     if unknown:
         raise ConfigError(
             f"unknown {spec.name} hyperparameter(s) {', '.join(unknown)} "
@@ -213,8 +261,15 @@ _TOP_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 def from_mapping(data: Mapping[str, Any], source: str = "config") -> TrainConfig:
-    """Build a ``TrainConfig`` from a mapping (as read from a file); unknown keys are errors."""
-    unknown = sorted(set(data) - _TOP_FIELDS)
+    """Build a ``TrainConfig`` from a mapping (as read from ``source``, a file or the command
+    line) and check each value on its own, the algorithm's hyperparameters included.
+
+    Every error is a :class:`ConfigError` that starts with ``source`` and names the key: an
+    unknown key, a value of the wrong type, a value out of range. Checks that combine several
+    values (a batch that must split into minibatches) are left to :func:`resolve`, since the
+    values may come from different places.
+    """
+    unknown = sorted(str(k) for k in data if k not in _TOP_FIELDS)
     if unknown:
         raise ConfigError(
             f"{source}: unknown key(s) {', '.join(unknown)} "
@@ -222,38 +277,55 @@ def from_mapping(data: Mapping[str, Any], source: str = "config") -> TrainConfig
         )
     hints = typing.get_type_hints(TrainConfig)
     values: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == "hparams":
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{source}: hparams must be a table, got {value!r}")
-            values[key] = dict(value)
-        elif key in ("out", "run_name") and value in (None, ""):
-            values[key] = None
-        else:
-            annotation = hints[key]
-            base = str if key in ("out", "run_name") else annotation
-            try:
+    try:
+        for key, value in data.items():
+            if key == "hparams":
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"hparams must be a table, got {value!r}")
+                values[key] = dict(value)
+            elif key in ("out", "run_name") and value in (None, ""):
+                values[key] = None
+            else:
+                base = str if key in ("out", "run_name") else hints[key]
                 values[key] = coerce(key, value, base)
-            except ConfigError as e:
-                raise ConfigError(f"{source}: {e}") from None
-    return TrainConfig(**values)
+        config = TrainConfig(**values)
+        _check_values(config)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    return config
+
+
+# Readers by file suffix; each error type is a syntax error in that format.
+_READERS = {
+    ".toml": (tomllib.loads, tomllib.TOMLDecodeError),
+    ".json": (json.loads, json.JSONDecodeError),
+    ".yaml": (yaml.safe_load, yaml.YAMLError),
+    ".yml": (yaml.safe_load, yaml.YAMLError),
+}
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """Read a ``.toml`` or ``.json`` config file into a mapping."""
+    """Read a ``.toml``, ``.json``, ``.yaml`` or ``.yml`` config file into a mapping."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
+    if path.suffix not in _READERS:
+        raise ConfigError(f"config file {str(path)!r} must end in {', '.join(_READERS)}")
+    read, syntax_error = _READERS[path.suffix]
     try:
-        if path.suffix == ".toml":
-            return tomllib.loads(path.read_text())
-        if path.suffix == ".json":
-            return json.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        data = read(path.read_text())
+    except syntax_error as e:
+        detail = " ".join(str(e).split())  # YAML's messages span lines; ours are one line
         raise ConfigError(
-            f"config file {str(path)!r} is not valid {path.suffix[1:]}: {e}"
+            f"config file {str(path)!r} is not valid {path.suffix[1:]}: {detail}"
         ) from None
-    raise ConfigError(f"config file {str(path)!r} must end in .toml or .json")
+    if data is None:  # an empty YAML file: no settings at all
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"config file {str(path)!r} must hold a table of settings, got {type(data).__name__}"
+        )
+    return data
 
 
 def to_mapping(resolved: Resolved) -> dict[str, Any]:

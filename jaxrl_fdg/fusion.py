@@ -54,6 +54,7 @@ class Plan:
         self.loop = loop
         self.timings = timings or Timings()
         self._programs: dict[str, Callable] = {}
+        self._functions: dict[str, Callable] = {}  # what each program compiles
 
     def init(self, key: jax.Array) -> LoopState:
         """The initial loop state (itself a compiled program, except in eager mode)."""
@@ -65,6 +66,7 @@ class Plan:
         """Compile every program for the shapes of ``state`` (charged to ``compile:<name>``)."""
         uncompiled = self._uncompiled()
         for name, (fn, args) in self._signatures(state).items():
+            self._functions[name] = fn
             if name in uncompiled:
                 self._programs[name] = fn
                 continue
@@ -111,7 +113,20 @@ class Plan:
             out = self._programs[name](*args)
             if self.timings.synchronous:
                 self.timings.wait(out)
-            return out
+        if jax.config.jax_debug_nans and name in self._functions:
+            self._find_nan(name, args, out)
+        return out
+
+    def _find_nan(self, name: str, args: tuple, out: Any) -> None:
+        """``--debug-nans``: if a program's outputs hold a NaN, run its function again op by op
+        on the same inputs, where JAX's own check raises at the first op that makes one. (JAX
+        checks a compiled program's outputs only on some dispatch paths; this covers all.)"""
+        leaves = [x for x in jax.tree.leaves(out) if jnp.issubdtype(x.dtype, jnp.inexact)]
+        if not any(bool(jnp.isnan(x).any()) for x in leaves):
+            return
+        with jax.disable_jit():
+            self._functions[name](*args)
+        raise FloatingPointError(f"NaN in the outputs of program {name!r}")
 
 
 class _StepPlan(Plan):

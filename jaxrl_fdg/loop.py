@@ -74,6 +74,7 @@ class Loop:
         self.actor = algorithm.actor
         self.learner = algorithm.learner
         self.off_policy = algorithm.off_policy
+        self.policy = algorithm.policy
         self.rollout_len = rollout_len
         self.fragments = (env, self.actor, self.learner)
         if self.off_policy is not None:

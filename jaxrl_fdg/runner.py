@@ -7,16 +7,33 @@ back, writing ``metrics.jsonl``, updating progress. Between boundaries the plan 
 from __future__ import annotations
 
 import collections
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
 from jaxrl_fdg.algorithm import AlgorithmSpec
-from jaxrl_fdg.config import Resolved, TrainConfig, resolve, to_mapping
+from jaxrl_fdg.checkpoint import FOLDER as CHECKPOINTS
+from jaxrl_fdg.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
+from jaxrl_fdg.config import (
+    NOT_COMPUTED,
+    Resolved,
+    TrainConfig,
+    from_mapping,
+    load,
+    resolve,
+    to_mapping,
+)
 from jaxrl_fdg.env_fragment import env_fragment
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.evaluation import EVAL_OUTPUTS, evaluation_key, evaluator
+from jaxrl_fdg.fragment import EmptyState, call, published
 from jaxrl_fdg.fusion import make_plan
 from jaxrl_fdg.loop import Loop, LoopState
 from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, summary_table, trace
@@ -73,25 +90,78 @@ def make_train(
 
 
 def train(
-    config: TrainConfig, spec: AlgorithmSpec | None = None, *, print_summary: bool = False
+    config: TrainConfig,
+    spec: AlgorithmSpec | None = None,
+    *,
+    print_summary: bool = False,
+    resume: str | Path | None = None,
 ) -> RunResult:
-    """Train as ``config`` says; write the run folder; return the final state and metrics."""
+    """Train as ``config`` says; write the run folder; return the final state and metrics.
+
+    With ``resume`` (a run folder written with this ``config``), the run continues from that
+    folder's latest checkpoint and computes what the uninterrupted run would have; rows logged
+    after the checkpoint are replaced. ``RunResult.metrics`` then covers the resumed part only.
+
+    Ctrl-C or SIGTERM stops the run at the next host boundary with a checkpoint (when there is a
+    run folder); a second Ctrl-C stops at once.
+    """
+    if config.compile_cache:  # before anything compiles; a cache configured otherwise is kept
+        from jaxrl_fdg import compile_cache
+
+        compile_cache.enable()
     resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
+    # JAX's NaN checks hook its jit dispatch; the plans then call programs through it.
+    debug_nans = jax.config.jax_debug_nans
+    jax.config.update("jax_debug_nans", config.debug_nans)
+    try:
+        return _train(resolved, print_summary, resume)
+    finally:
+        jax.config.update("jax_debug_nans", debug_nans)
+
+
+def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -> RunResult:
+    config = resolved.config
     loop = build_loop(resolved)
+    host_env = loop.env_frag.placement == "host"
+    if host_env and (config.checkpoint_every or resume is not None):
+        raise ConfigError(
+            f"{config.env} is a host simulator: its state lives outside JAX and cannot be "
+            "checkpointed (use a JAX environment, or checkpoint_every = 0)"
+        )
     timings = Timings(config.profile)
     plan = make_plan(config.fusion, loop, timings, chunk=config.boundary_every)
-    folder = RunFolder.create(config) if config.out is not None else None
-    if folder is not None:
+    if resume is not None:
+        folder = RunFolder.open(resume)
+        _check_same_run(folder, resolved)
+    elif config.out is not None:
+        folder = RunFolder.create(config)
         folder.write_config(to_mapping(resolved))
+    else:
+        folder = None
+    checkpointer = None
+    if folder is not None and not host_env:
+        checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep)
 
     state = plan.init(jax.random.key(config.seed))
+    rows: list[dict[str, Any]] = []
+    if resume is not None:
+        state = checkpointer.restore(state)
+        rows = folder.truncate_metrics(int(state.iteration))
     plan.compile(state)
-    run = _Run(config, f"{resolved.spec.name} on {config.env} [{config.fusion}]", plan, folder)
+    evaluate = _evaluation_program(resolved, loop, state, timings) if config.eval_every else None
+    label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
+    run = _Run(config, label, plan, folder, checkpointer, rows, evaluate)
     try:
-        state = run.execute(state)
+        with _StopOnSignal(run):
+            state = run.execute(state)
+    except NonFiniteError:
+        run.status = "non-finite"
+        raise
     finally:
         summary = run.finish(loop)
-        if loop.env_frag.placement == "host":
+        if checkpointer is not None:
+            checkpointer.close()
+        if host_env:
             from jaxrl_fdg.envs.host import close
 
             close(state.fragments[loop.env_frag.name].env)
@@ -100,46 +170,169 @@ def train(
     return RunResult(state, _concat(run.history), summary, folder.path if folder else None)
 
 
-class _Run:
-    """The loop between host boundaries and its bookkeeping: metrics rows, progress, profiling."""
+def _evaluation_program(
+    resolved: Resolved, loop: Loop, state: LoopState, timings: Timings
+) -> Callable[[LoopState, int], Any]:
+    """``(state, iteration) -> evaluation metrics`` (on the device): the evaluation fragment on the
+    learner's current ``params``, compiled ahead of time like the plan's programs."""
+    config = resolved.config
+    if loop.policy is None:
+        raise ConfigError(f"algorithm {resolved.spec.name!r} defines no policy to evaluate")
+    if resolved.env_params is None:
+        raise ConfigError(f"evaluation needs a JAX environment; {config.env} is a host simulator")
+    frag = evaluator(resolved.env, resolved.env_params, loop.policy, config.eval_episodes)
 
-    def __init__(self, config: TrainConfig, label: str, plan, folder: RunFolder | None):
+    def run(states: dict, key: jax.Array) -> dict[str, jax.Array]:
+        params = published(loop.learner, states[loop.learner.name])["params"]
+        return call(frag, EmptyState(), {"params": params}, key)[1]
+
+    with timings.scope("compile:evaluate", always=True):
+        program = jax.jit(run).lower(state.fragments, evaluation_key(config.seed, 0)).compile()
+
+    def evaluate(state: LoopState, iteration: int):
+        with timings.scope("evaluate"):
+            return program(state.fragments, evaluation_key(config.seed, iteration))
+
+    return evaluate
+
+
+def evaluate(
+    run_dir: str | Path,
+    episodes: int | None = None,
+    iteration: int | None = None,
+    spec: AlgorithmSpec | None = None,
+) -> dict[str, Any]:
+    """Evaluate a run's checkpoint (the latest, or the one at ``iteration``): the deterministic
+    policy on ``episodes`` fresh environments (default: the run's ``eval_episodes``), with the
+    same keys as the run's own evaluation at that iteration. Writes ``evaluation.json`` into the
+    run folder and returns what it holds."""
+    folder = RunFolder.open(run_dir)
+    source = str(folder.path / "config.toml")
+    config = from_mapping(load(source), source=source).replace(out=None, progress=False)
+    if episodes is not None:
+        config = config.replace(eval_episodes=episodes)
+    resolved = resolve(config, spec)
+    loop = build_loop(resolved)
+    checkpoints = folder.path / CHECKPOINTS
+    if not checkpoints.is_dir():
+        raise ConfigError(f"run {str(folder.path)!r} has no checkpoints to evaluate")
+    checkpointer = Checkpointer(checkpoints)
+    try:
+        state = checkpointer.restore(jax.jit(loop.init)(jax.random.key(config.seed)), iteration)
+    finally:
+        checkpointer.close()
+    program = _evaluation_program(resolved, loop, state, Timings("off"))
+    done = int(state.iteration)
+    result = {
+        "run": str(folder.path),
+        "iteration": done,
+        "env_steps": done * config.steps_per_iteration,
+        "episodes": config.eval_episodes,
+        **{k: float(v) for k, v in jax.device_get(program(state, done)).items()},
+    }
+    folder.write_json("evaluation.json", result)
+    return result
+
+
+def _check_same_run(folder: RunFolder, resolved: Resolved) -> None:
+    """A run resumes only with the configuration it was started with."""
+    saved = load(folder.path / "config.toml")
+    current = to_mapping(resolved)
+    keys = (set(saved) | set(current)) - set(NOT_COMPUTED)
+    changed = sorted(k for k in keys if saved.get(k) != current.get(k))
+    if changed:
+        details = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        raise ConfigError(
+            f"cannot resume {str(folder.path)!r} with a different configuration ({details})"
+        )
+
+
+class _Run:
+    """The loop between host boundaries and its bookkeeping: metrics rows, progress, profiling,
+    checkpoints, non-finite checks and stop requests."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        label: str,
+        plan,
+        folder: RunFolder | None,
+        checkpointer: Checkpointer | None = None,
+        rows: list[dict[str, Any]] | None = None,
+        evaluate: Callable[[LoopState, int], Any] | None = None,
+    ):
         self.config, self.plan, self.folder = config, plan, folder
+        self.checkpointer = checkpointer
+        self.evaluate = evaluate
         self.timings: Timings = plan.timings
         total = config.num_iterations * config.steps_per_iteration
         self.display = ProgressDisplay(total, label, enabled=config.progress)
         self.history: list[dict[str, np.ndarray]] = []
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = list(rows or [])
+        self.iterations = self.rows[-1]["iteration"] if self.rows else 0
         self.events: list[dict[str, Any]] = []
         self.session = 0.0  # the profiler's own start, stop and export: excluded from run time
         self.status = "interrupted"
+        self.stop_requested = False
         self.start = self.last = time.perf_counter()
+        if self.iterations:
+            self.display.update(self.rows[-1])
 
     def execute(self, state: LoopState) -> LoopState:
         config, plan = self.config, self.plan
-        chunks = _chunks(config.num_iterations, config.boundary_every)
+        start = int(state.iteration)
+        self.iterations = start
+        chunks = _chunks(config.num_iterations - start, config.boundary_every)
         traced = None
-        if config.profile == "trace":
+        if config.profile == "trace" and chunks:
             chunks, traced = _split_for_trace(chunks, TRACE_ITERATIONS)
+        every = -(-config.checkpoint_every // config.steps_per_iteration)  # iterations, rounded up
+        eval_every = -(-config.eval_every // config.steps_per_iteration)
+        saved = start
         # One chunk stays queued behind the one being read, so the device never idles while the
         # host reads metrics and logs: chunk k+1 is dispatched before chunk k is collected.
         in_flight: collections.deque = collections.deque()
         for i, n in enumerate(chunks):
+            if self.stop_requested:
+                break
             if i == traced:  # the profiler window holds this chunk alone
                 while in_flight:
                     self.record(in_flight.popleft())
                 state = self.traced(state, n)
                 continue
             state, pending = plan.advance(state, n)
-            in_flight.append(pending)
+            end = start + sum(chunks[: i + 1])
+            evaluation = None
+            if eval_every and (end // eval_every > (end - n) // eval_every or i == len(chunks) - 1):
+                evaluation = self.evaluate(state, end)  # dispatched behind the chunk, not awaited
+            in_flight.append((pending, evaluation))
             if len(in_flight) > 1:
                 self.record(in_flight.popleft())
+            if every and end // every > saved // every:
+                while in_flight:  # metrics up to the saved state are checked before it is saved
+                    self.record(in_flight.popleft())
+                saved = self.checkpoint(state)
         while in_flight:
             self.record(in_flight.popleft())
         with self.timings.scope("collect"):
             self.timings.wait(state)
-        self.status = "completed"
+        if self.checkpointer is not None:  # the final state (or where a stop request left it)
+            self.checkpoint(state)
+        if not self.stop_requested:
+            self.status = "completed"
         return state
+
+    def checkpoint(self, state: LoopState) -> int:
+        """Save ``state`` unless a fragment's state holds NaN or inf (then raise, keeping the last
+        good checkpoint). Waits for the device; charged to the ``checkpoint`` scope."""
+        with self.timings.scope("checkpoint"):
+            bad = find_non_finite(state)
+            if bad is not None:
+                raise NonFiniteError(
+                    f"non-finite values in {bad} at iteration {int(state.iteration)}; "
+                    "the last checkpoint is intact"
+                )
+            return self.checkpointer.save(state) if self.checkpointer else int(state.iteration)
 
     def traced(self, state: LoopState, n: int) -> LoopState:
         """Advance ``n`` iterations inside a profiler window; its own cost goes to ``session``."""
@@ -148,21 +341,30 @@ class _Run:
             window = time.perf_counter()
             self.timings.annotating = True
             state, pending = self.plan.advance(state, n)
-            self.record(pending)
+            self.record((pending, None))
             self.timings.annotating = False
             window = time.perf_counter() - window
         self.session += time.perf_counter() - opened - window
         return state
 
-    def record(self, pending: Any) -> None:
-        """Read one chunk's metrics back (waiting for it), then log them."""
+    def record(self, pending: tuple[Any, Any]) -> None:
+        """Read one chunk's metrics (and evaluation, if any) back, waiting for them; log them."""
+        pending, evaluation = pending
         with self.timings.scope("collect"):
             metrics = self.plan.collect(pending)
+            if evaluation is not None:
+                evaluation = self.timings.device_get(evaluation)
         with self.timings.scope("log"):
+            for key, values in metrics.items():
+                source = "env" if key in _EPISODE_KEYS else "learner"
+                check_metrics({key: values}, self.iterations, source)
             self.history.append(metrics)
             now = time.perf_counter()
-            iterations = sum(map(_length, self.history))
-            row = _row(metrics, iterations, self.config, now - self.start, now - self.last)
+            self.iterations += _length(metrics)
+            row = _row(metrics, self.iterations, self.config, now - self.start, now - self.last)
+            if self.evaluate is not None:  # every row has the columns, for metrics.csv
+                row.update({k: None for k in EVAL_OUTPUTS})
+                row.update({k: float(v) for k, v in (evaluation or {}).items()})
             self.last = now
             self.rows.append(row)
             if self.folder is not None:
@@ -187,6 +389,40 @@ class _Run:
             _write_profile(self.folder, self.config, self.timings, timing, events)
             self.folder.close()
         return summary
+
+
+class _StopOnSignal:
+    """While active, the first SIGINT (Ctrl-C) or SIGTERM asks the run to stop at the next host
+    boundary, with a checkpoint; from then on Ctrl-C interrupts at once (Python's default)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, run: _Run):
+        self.run = run
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        del frame
+        self.run.stop_requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        name = signal.Signals(signum).name
+        print(
+            f"\njaxrl-fdg: {name}: stopping at the next host boundary with a checkpoint "
+            "(Ctrl-C again to stop now)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        return False
 
 
 def _write_profile(folder: RunFolder, config: TrainConfig, timings, timing, events) -> None:

@@ -2,7 +2,7 @@
 
 Scope names follow the runner's conventions: ``compile:<program>`` for ahead-of-time compilation,
 ``collect`` for reading metrics back at host boundaries (the host waits on the device there, then
-copies), ``log`` for host-side bookkeeping (metrics rows, progress), and the fusion plan's program
+copies), ``log`` and ``checkpoint`` for host-side bookkeeping (metrics rows, progress, checkpoints), and the fusion plan's program
 names (``scan``, ``actor``, ``env``, ``learner``, …) for dispatch.
 """
 
@@ -16,7 +16,7 @@ from rich.table import Table
 from jaxrl_fdg.profiling.timers import ScopeStats, Timings
 from jaxrl_fdg.profiling.trace import Attribution
 
-_BOUNDARY = ("collect", "log")
+_BOUNDARY = ("collect", "log", "checkpoint")  # host work at boundaries, not programs
 
 
 def machine_info() -> dict[str, Any]:
@@ -88,10 +88,11 @@ def summarize(
     in_run_compile = sum(s.compile for s in run_scopes)
     collect = scopes.get("collect", ScopeStats())
     log = scopes.get("log", ScopeStats())
+    bookkeeping = log.wall + scopes.get("checkpoint", ScopeStats()).wall
     dispatch = sum(r["dispatch_s"] for r in programs.values())
     wait = collect.wait + sum(r["device_s"] for r in programs.values())
     events = sum(s.calls for s in run_scopes)
-    accounted = dispatch + wait + collect.d2h + log.wall + in_run_compile
+    accounted = dispatch + wait + collect.d2h + bookkeeping + in_run_compile
     summary: dict[str, Any] = {
         "mode": timings.mode,
         "programs": programs,
@@ -100,7 +101,7 @@ def summarize(
         "dispatch_s": dispatch,
         "device_wait_s": wait,
         "d2h_s": collect.d2h,
-        "host_bookkeeping_s": log.wall,
+        "host_bookkeeping_s": bookkeeping,
         "other_host_s": max(0.0, run_seconds - accounted),
         "scope_events": events,
         "overhead_per_event_s": overhead,

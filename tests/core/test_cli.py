@@ -4,10 +4,12 @@ import json
 import subprocess
 import sys
 import tomllib
+import types
 
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import cli
 from jaxrl_fdg.cli import main
 
 TINY = [
@@ -131,8 +133,11 @@ def test_train_writes_a_run_folder_that_reruns_identically(tmp_path, capsys):
         json.loads(line)
         for line in (tmp_path / "b" / "again" / "metrics.jsonl").read_text().splitlines()
     ]
+    assert config["compile_cache"] is True
+    timing = {"wall_s", "steps_per_s"}
     for a, b in zip(rows, again, strict=True):
-        for key in ("loss", "policy_loss", "value_loss", "entropy", "episode_return"):
+        assert set(a) == set(b)
+        for key in set(a) - timing:
             assert a[key] == b[key], key
 
 
@@ -158,3 +163,75 @@ def test_command_line_overrides_config_file(tmp_path, capsys):
     )
     config = tomllib.loads((tmp_path / "r" / "config.toml").read_text())
     assert (config["fusion"], config["seed"], config["hparams"]["lr"]) == ("step", 2, 0.001)
+
+
+@pytest.fixture
+def train_calls(monkeypatch):
+    """The configs ``jaxrl-fdg train`` would train, without training."""
+    calls = []
+
+    def fake_train(config, **_):
+        calls.append(config)
+        return types.SimpleNamespace(run_dir=None, summary={"status": "completed"})
+
+    monkeypatch.setattr(cli, "train", fake_train)
+    return calls
+
+
+def test_no_compile_cache_flag_reaches_the_config(train_calls):
+    assert main(["train", "--out", ""]) == 0
+    assert main(["train", "--out", "", "--no-compile-cache"]) == 0
+    assert [c.compile_cache for c in train_calls] == [True, False]
+    assert train_calls[0].out is None
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("c.yaml", "fusion: step\nnum_envs: 0\n", "c.yaml: num_envs must be a positive integer"),
+        ("c.json", '{"hparams": {"gamma": 2}}', "c.json: gamma must be in [0.0, 1.0], got 2"),
+        ("c.toml", 'algo = "ppp"\n', "c.toml: unknown algorithm 'ppp'"),
+        ("c.yml", "hparams:\n  lrr: 0.1\n", "c.yml: unknown ppo hyperparameter(s) lrr"),
+    ],
+)
+def test_a_bad_config_file_is_named_in_the_error(name, text, message, tmp_path, capsys):
+    (tmp_path / name).write_text(text)
+    assert main(["train", "--config", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_bad_flag_is_not_blamed_on_the_config_file(tmp_path, capsys, train_calls):
+    (tmp_path / "c.yaml").write_text("fusion: step\nhparams:\n  lr: 0.001\n")
+    assert main(["train", "--config", str(tmp_path / "c.yaml"), "--gamma", "1.5"]) == 2
+    assert "command line: gamma must be in [0.0, 1.0], got 1.5" in capsys.readouterr().err
+    assert main(["train", "--config", str(tmp_path / "c.yaml"), "--seed", "4"]) == 0
+    (config,) = train_calls
+    assert (config.fusion, config.seed, config.hparams) == ("step", 4, {"lr": 0.001})
+
+
+def test_run_lifecycle_flags_reach_the_config(train_calls):
+    argv = ["train", "--out", "", "--checkpoint-every", "1000", "--keep", "2", "--debug-nans"]
+    assert main([*argv, "--eval-every", "500", "--eval-episodes", "4"]) == 0
+    (config,) = train_calls
+    assert (config.checkpoint_every, config.keep, config.debug_nans) == (1000, 2, True)
+    assert (config.eval_every, config.eval_episodes) == (500, 4)
+
+
+def test_resume_and_evaluate_need_a_run_folder(tmp_path, capsys):
+    assert main(["train", "--resume", str(tmp_path)]) == 2
+    assert "is not a run folder (it has no config.toml)" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path)]) == 2
+    assert "is not a run folder" in capsys.readouterr().err
+
+
+def test_train_resume_evaluate_through_the_command_line(tmp_path, capsys):
+    flags = ["--algo", "dqn", "--total-steps", "128", "--num-envs", "4", "--rollout-len", "4"]
+    flags += ["--learning-starts", "32", "--batch-size", "16", "--buffer-size", "128"]
+    flags += ["--out", str(tmp_path), "--run-name", "r", "--no-progress", "--eval-every", "64"]
+    assert main(["train", *flags]) == 0
+    assert main(["train", "--resume", str(tmp_path / "r"), "--no-progress"]) == 0
+    assert main(["evaluate", str(tmp_path / "r"), "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "iteration 8 (128 env steps), 2 episodes: return" in out

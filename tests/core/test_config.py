@@ -1,10 +1,23 @@
-"""Bad configuration is rejected before compiling, with the value and the valid choices named."""
+"""Bad configuration is rejected before compiling, with the value and the valid choices named;
+config files (TOML, JSON, YAML) name the file and the key; the persistent compilation cache."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
 import pytest
+import tomli_w
+import yaml
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import compile_cache
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.errors import ConfigError
+
+WRITERS = {"toml": tomli_w.dumps, "json": json.dumps, "yaml": yaml.safe_dump, "yml": yaml.safe_dump}
 
 
 @pytest.mark.parametrize(
@@ -69,6 +82,115 @@ def test_file_errors_name_the_key_and_file(tmp_path):
         cfg.load(path)
     with pytest.raises(ConfigError, match="does not exist"):
         cfg.load(tmp_path / "missing.toml")
-    (tmp_path / "c.yaml").write_text("a: 1")
-    with pytest.raises(ConfigError, match="must end in .toml or .json"):
-        cfg.load(tmp_path / "c.yaml")
+    (tmp_path / "c.txt").write_text("a: 1")
+    with pytest.raises(ConfigError, match="must end in .toml, .json, .yaml, .yml"):
+        cfg.load(tmp_path / "c.txt")
+
+
+@pytest.mark.parametrize("suffix", WRITERS)
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"num_env": 4}, "unknown key(s) num_env (valid: "),
+        ({"hparams": {"lrr": 0.1}}, "unknown ppo hyperparameter(s) lrr (valid: lr, "),
+        ({"num_envs": "four"}, "num_envs must be of type int, got 'four'"),
+        ({"hparams": {"update_epochs": 2.5}}, "update_epochs must be of type int, got 2.5"),
+        ({"hparams": "fast"}, "hparams must be a table, got 'fast'"),
+        ({"num_envs": 0}, "num_envs must be a positive integer, got 0"),
+        ({"log_every": -1}, "log_every must be a non-negative number, got -1"),
+        ({"fusion": "jit"}, "unknown fusion mode 'jit' (valid: "),
+        ({"hparams": {"gamma": 1.5}}, "gamma must be in [0.0, 1.0], got 1.5"),
+        ({"hparams": {"hidden_sizes": [64, 0]}}, "hidden_sizes entry must be a positive integer"),
+    ],
+)
+def test_every_file_format_names_the_file_and_the_key(suffix, data, message, tmp_path):
+    path = tmp_path / f"bad.{suffix}"
+    path.write_text(WRITERS[suffix](data))
+    with pytest.raises(ConfigError) as e:
+        cfg.from_mapping(cfg.load(path), str(path))
+    assert str(e.value).startswith(f"{path}: ") and message in str(e.value)
+
+
+def test_a_yaml_file_reads_as_its_toml_twin(tmp_path):
+    data = {"fusion": "step", "seed": 3, "hparams": {"lr": 1e-3, "hidden_sizes": [32]}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(data))
+    (tmp_path / "c.toml").write_text(tomli_w.dumps(data))
+    from_yaml = cfg.from_mapping(cfg.load(tmp_path / "c.yaml"), "c.yaml")
+    assert from_yaml == cfg.from_mapping(cfg.load(tmp_path / "c.toml"), "c.toml")
+    assert cfg.resolve(from_yaml).hparams.hidden_sizes == (32,)
+    (tmp_path / "empty.yml").write_text("")
+    assert cfg.from_mapping(cfg.load(tmp_path / "empty.yml")) == rl.TrainConfig()
+    (tmp_path / "null.yml").write_text("out: null\n")  # YAML and JSON can say "no run folder"
+    assert cfg.from_mapping(cfg.load(tmp_path / "null.yml")).out is None
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("c.yaml", "fusion: [scan\nseed: 1\n", "is not valid yaml: "),
+        ("c.json", '{"seed": }', "is not valid json: "),
+        ("c.yaml", "- scan\n- step\n", "must hold a table of settings, got list"),
+    ],
+)
+def test_unreadable_files_are_one_line_errors(name, text, message, tmp_path):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError) as e:
+        cfg.load(tmp_path / name)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+# -- the persistent compilation cache ------------------------------------------------------
+
+
+@pytest.fixture
+def no_cache_configured():
+    """JAX's cache settings cleared for one test and restored after (nothing compiles inside)."""
+    names = (
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_enable_compilation_cache",
+    )
+    saved = {name: getattr(jax.config, name) for name in names}
+    jax.config.update("jax_compilation_cache_dir", None)
+    yield
+    for name, value in saved.items():
+        jax.config.update(name, value)
+
+
+def test_enable_keeps_a_cache_directory_already_configured():
+    configured = jax.config.jax_compilation_cache_dir  # tests/conftest.py sets one
+    threshold = jax.config.jax_persistent_cache_min_compile_time_secs
+    assert configured
+    assert compile_cache.enable("/somewhere/else") == Path(configured)
+    assert jax.config.jax_compilation_cache_dir == configured
+    assert jax.config.jax_persistent_cache_min_compile_time_secs == threshold
+
+
+def test_enable_uses_the_user_cache_directory(no_cache_configured, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert compile_cache.default_directory() == tmp_path / "jaxrl_fdg" / "xla"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert compile_cache.default_directory() == Path.home() / ".cache" / "jaxrl_fdg" / "xla"
+    assert compile_cache.enable(tmp_path / "xla") == tmp_path / "xla"
+    assert jax.config.jax_compilation_cache_dir == str(tmp_path / "xla")
+    assert jax.config.jax_persistent_cache_min_compile_time_secs == compile_cache.MIN_COMPILE_TIME_S
+
+
+def test_enable_does_nothing_when_jax_caching_is_off(no_cache_configured):
+    jax.config.update("jax_enable_compilation_cache", False)
+    assert compile_cache.enable() is None
+    assert jax.config.jax_compilation_cache_dir is None
+
+
+def test_enable_keeps_JAX_COMPILATION_CACHE_DIR(tmp_path):
+    code = "from jaxrl_fdg import compile_cache; print(compile_cache.enable())"
+    env = {"JAX_COMPILATION_CACHE_DIR": str(tmp_path / "mine"), "XDG_CACHE_HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stdout.strip() == str(tmp_path / "mine")

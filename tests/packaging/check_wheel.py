@@ -17,6 +17,9 @@ from pathlib import Path
 REQUIRED = [
     "jaxrl_fdg/__init__.py",
     "jaxrl_fdg/cli.py",
+    "jaxrl_fdg/compile_cache.py",
+    "jaxrl_fdg/plots.py",
+    "jaxrl_fdg/run_folder.py",
     "jaxrl_fdg/envs/__init__.py",
     "jaxrl_fdg/envs/classic/cartpole.py",
     "jaxrl_fdg/fragments/ppo.py",
@@ -38,6 +41,11 @@ def main(wheel: str) -> None:
         path = Path(importlib.import_module(module).__file__).resolve()
         if site not in path.parents:
             raise SystemExit(f"{module} was imported from {path}, not from the installed wheel")
+    for module in ("jaxrl_fdg.cli", "jaxrl_fdg.plots", "jaxrl_fdg.run_folder"):
+        importlib.import_module(module)
+    heavy = {m.split(".")[0] for m in sys.modules} & {"matplotlib", "tensorboardX"}
+    if heavy:
+        raise SystemExit(f"importing jaxrl_fdg imported {sorted(heavy)}: import them lazily")
     for generic in ("envs", "fragments", "profiling"):
         if importlib.util.find_spec(generic) is not None:
             raise SystemExit(f"a top-level {generic!r} package is importable: namespace leak")

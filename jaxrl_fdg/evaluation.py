@@ -1,0 +1,85 @@
+"""The evaluation fragment: an algorithm's deterministic policy on environments of its own.
+
+Every ``eval_every`` env steps the runner hands the learner's published ``params`` to this
+fragment, which plays one episode on each of ``episodes`` fresh environments (no exploration, no
+learning) and reports the mean and spread of their returns. Its keys derive from the run's seed
+and the iteration alone, so its results are the same under every fusion mode; it never touches the
+training state, so evaluating does not change what the run computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl_fdg.envs.base import Environment
+from jaxrl_fdg.fragment import Fragment, Role, fragment
+
+Policy = Callable[[Any, jax.Array], jax.Array]  # (params, observations [B, ...]) -> actions [B]
+
+EVAL_OUTPUTS = ("eval_return", "eval_return_std", "eval_length")
+
+
+class _Episodes(NamedTuple):
+    env: Any
+    observation: jax.Array
+    total: jax.Array
+    length: jax.Array
+    done: jax.Array
+    key: jax.Array
+
+
+def evaluator(
+    env: Environment, env_params: Any, policy: Policy, episodes: int, name: str = "evaluator"
+) -> Fragment:
+    """A stateless fragment: ``apply(_, {"params"}, key)`` plays ``episodes`` episodes (one per
+    environment, in parallel, until each ends or reaches ``env_params.max_steps``) and outputs
+    ``eval_return`` (mean), ``eval_return_std`` and ``eval_length`` (mean)."""
+    reset = jax.vmap(env.reset, in_axes=(0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    max_steps = int(env_params.max_steps)
+
+    def play(params: Any, key: jax.Array) -> dict[str, jax.Array]:
+        k_reset, key = jax.random.split(key)
+        env_state, timestep = reset(jax.random.split(k_reset, episodes), env_params)
+        zeros = jnp.zeros((episodes,), jnp.float32)
+        start = _Episodes(
+            env_state, timestep.observation, zeros, zeros, jnp.zeros((episodes,), bool), key
+        )
+
+        def running(c: _Episodes) -> jax.Array:
+            return ~c.done.all() & (c.length.max() < max_steps)
+
+        def one_step(c: _Episodes) -> _Episodes:
+            key, k_step = jax.random.split(c.key)
+            action = policy(params, c.observation)
+            env_state, ts = step(jax.random.split(k_step, episodes), c.env, action, env_params)
+            live = ~c.done
+            return _Episodes(
+                env_state,
+                ts.observation,
+                c.total + jnp.where(live, ts.reward, 0.0),
+                c.length + live,
+                c.done | ts.terminated | ts.truncated,
+                key,
+            )
+
+        end = jax.lax.while_loop(running, one_step, start)
+        return {
+            "eval_return": end.total.mean(),
+            "eval_return_std": end.total.std(),
+            "eval_length": end.length.mean(),
+        }
+
+    def apply(state, inputs, key):
+        return state, play(inputs["params"], key)
+
+    return fragment(name, Role.EVALUATOR, apply, inputs=("params",), outputs=EVAL_OUTPUTS)
+
+
+def evaluation_key(seed: int, iteration: int) -> jax.Array:
+    """The evaluation's key at ``iteration``: a stream apart from training's."""
+    return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), 0x4556414C), iteration)

@@ -1,0 +1,72 @@
+"""The evaluation fragment and ``jaxrl-fdg evaluate``: deterministic, mode-independent, and
+without effect on what training computes."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrl_fdg as rl
+from jaxrl_fdg import envs
+from jaxrl_fdg.evaluation import evaluator
+
+DQN = rl.TrainConfig(
+    algo="dqn",
+    total_steps=16 * 8,
+    num_envs=4,
+    rollout_len=4,
+    progress=False,
+    log_every=2,
+    eval_every=64,
+    eval_episodes=5,
+    hparams={"learning_starts": 32, "batch_size": 16, "buffer_size": 128},
+)
+
+
+def test_evaluator_plays_whole_episodes_of_a_fixed_policy():
+    env, params = envs.make("CartPole-v1")
+    frag = evaluator(env, params, lambda p, obs: jnp.zeros(obs.shape[0], jnp.int32), episodes=6)
+    _, out = frag.apply(rl.EmptyState(), {"params": None}, jax.random.key(0))
+    # Always pushing left ends a CartPole episode within a dozen steps; reward 1 per step.
+    assert 5 <= float(out["eval_length"]) <= 15
+    np.testing.assert_allclose(out["eval_return"], out["eval_length"])
+    # Each episode is played to its end and counted once.
+    pendulum, p_params = envs.make("Pendulum-v1")
+    frag = evaluator(pendulum, p_params, lambda p, obs: jnp.zeros((obs.shape[0], 1)), episodes=3)
+    _, out = frag.apply(rl.EmptyState(), {"params": None}, jax.random.key(0))
+    assert float(out["eval_length"]) == 200  # Pendulum is only ever truncated, at 200 steps
+
+
+def _rows(path):
+    return [json.loads(line) for line in (path / "metrics.jsonl").open()]
+
+
+def test_evaluation_changes_nothing_and_is_the_same_in_every_mode(tmp_path):
+    plain = rl.train(DQN.replace(out=None, eval_every=0))
+    scan = rl.train(DQN.replace(out=str(tmp_path), run_name="scan"))
+    step = rl.train(DQN.replace(out=str(tmp_path), run_name="step", fusion="step"))
+    jax.tree.map(np.testing.assert_array_equal, scan.state.fragments, plain.state.fragments)
+    scan_rows, step_rows = _rows(tmp_path / "scan"), _rows(tmp_path / "step")
+    evaluated = [r["iteration"] for r in scan_rows if r["eval_return"] is not None]
+    assert evaluated == [4, 8]  # every 64 env steps = 4 iterations
+    assert [r["eval_return"] for r in scan_rows] == [r["eval_return"] for r in step_rows]
+    header = (tmp_path / "scan" / "metrics.csv").read_text().splitlines()[0]
+    assert header.endswith("eval_return,eval_return_std,eval_length")
+
+
+def test_evaluate_command_reproduces_the_runs_last_evaluation(tmp_path):
+    rl.train(DQN.replace(out=str(tmp_path), run_name="r"))
+    last = _rows(tmp_path / "r")[-1]
+    result = rl.evaluate(tmp_path / "r")
+    assert result["iteration"] == 8 and result["episodes"] == 5
+    assert result["eval_return"] == pytest.approx(last["eval_return"], rel=1e-6)
+    saved = json.loads((tmp_path / "r" / "evaluation.json").read_text())
+    assert saved["eval_return"] == result["eval_return"]
+    assert rl.evaluate(tmp_path / "r", episodes=2)["episodes"] == 2
+
+
+def test_evaluate_without_checkpoints_is_a_clear_error(tmp_path):
+    with pytest.raises(rl.ConfigError, match="is not a run folder"):
+        rl.evaluate(tmp_path)
