@@ -16,7 +16,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.loop import LoopState
+from jaxrl_fdg.loop import LoopState, iterations_done
 
 FOLDER = "checkpoints"
 
@@ -35,7 +35,7 @@ class Checkpointer:
 
     def save(self, state: LoopState) -> int:
         """Write ``state`` (blocking until it is on disk); returns the iteration saved."""
-        iteration = int(state.iteration)
+        iteration = iterations_done(state)
         if iteration not in self._manager.all_steps():
             self._manager.save(iteration, args=ocp.args.StandardSave(_saveable(state)))
             self._manager.wait_until_finished()
@@ -84,9 +84,11 @@ def _all_finite(leaves: list[jax.Array]) -> list[jax.Array]:
 def check_metrics(metrics: dict[str, np.ndarray], first_iteration: int, fragment: str) -> None:
     """Raise :class:`NonFiniteError` at the first iteration whose metrics are not finite."""
     for key, values in metrics.items():
-        bad = np.flatnonzero(~np.isfinite(values))
+        per_iteration = np.reshape(values, (len(values), -1))  # [n] or [n, seeds]
+        bad = np.flatnonzero(~np.isfinite(per_iteration).all(axis=1))
         if bad.size:
+            value = per_iteration[bad[0]][~np.isfinite(per_iteration[bad[0]])][0]
             raise NonFiniteError(
-                f"non-finite {key} ({values[bad[0]]}) from fragment {fragment!r} "
+                f"non-finite {key} ({value}) from fragment {fragment!r} "
                 f"at iteration {first_iteration + int(bad[0]) + 1}"
             )

@@ -38,6 +38,7 @@ _RUN_FLAGS = {
     "keep": "checkpoints to keep",
     "eval_every": "env steps between evaluations of the deterministic policy (0: none)",
     "eval_episodes": "episodes per evaluation",
+    "num_seeds": "independent runs (seeds seed, seed+1, ...) in one vmapped program",
 }
 
 

@@ -77,6 +77,9 @@ class TrainConfig:
       eval_every: env steps between evaluations of the deterministic policy (at the first host
         boundary past each multiple; ``eval_return`` in the metrics); 0: none.
       eval_episodes: episodes per evaluation, played in parallel on environments of their own.
+      num_seeds: independent runs with seeds ``seed, seed + 1, ...`` in one program (vmapped);
+        each computes what the run with its seed alone computes. Per-seed metrics go to
+        ``seed-<seed>/`` inside the run folder; the run's own rows average over seeds.
       hparams: overrides of the algorithm's hyperparameters, by field name.
     """
 
@@ -98,6 +101,7 @@ class TrainConfig:
     debug_nans: bool = False
     eval_every: int = 0
     eval_episodes: int = 10
+    num_seeds: int = 1
     hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -138,6 +142,11 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
             f"total_steps = {config.total_steps} is less than one iteration "
             f"(num_envs × rollout_len = {config.steps_per_iteration})"
         )
+    if env_params is None and config.num_seeds > 1:
+        raise ConfigError(
+            f"num_seeds = {config.num_seeds} needs a JAX environment; {config.env} is a host "
+            "simulator (run one process per seed instead)"
+        )
     if env_params is None:  # a host simulator knows its spaces itself
         spaces = env.observation_space, env.action_space
     else:
@@ -177,6 +186,7 @@ def _check_values(
     validate.positive_int("keep", config.keep)
     validate.non_negative("eval_every", config.eval_every)
     validate.positive_int("eval_episodes", config.eval_episodes)
+    validate.positive_int("num_seeds", config.num_seeds)
     if not isinstance(config.seed, int) or isinstance(config.seed, bool):
         raise ConfigError(f"seed must be an integer, got {config.seed!r}")
     return spec, make_hparams(spec, config.hparams)

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl_fdg.algorithm import Algorithm
 from jaxrl_fdg.env_fragment import ENV_OUTPUTS
@@ -259,6 +260,12 @@ class Loop:
         for frag in self.fragments:
             edges.update(published(frag, states[frag.name]))
         return edges
+
+
+def iterations_done(state: LoopState) -> int:
+    """The iterations ``state`` has completed (on the host; one count for all seeds of a
+    :class:`~jaxrl_fdg.seeds.SeedLoop`, whose lanes advance together)."""
+    return int(np.asarray(state.iteration).reshape(-1)[0])
 
 
 def episode_metrics(trajectory: Transition) -> Metrics:

@@ -35,11 +35,12 @@ from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.evaluation import EVAL_OUTPUTS, evaluation_key, evaluator
 from jaxrl_fdg.fragment import EmptyState, call, published
 from jaxrl_fdg.fusion import make_plan
-from jaxrl_fdg.loop import Loop, LoopState
+from jaxrl_fdg.loop import Loop, LoopState, iterations_done
 from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, summary_table, trace
 from jaxrl_fdg.profiling.timers import user_scope_names
 from jaxrl_fdg.progress import ProgressDisplay
 from jaxrl_fdg.run_folder import RunFolder
+from jaxrl_fdg.seeds import SeedLoop, seed_keys
 
 _EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
 TRACE_ITERATIONS = 2  # iterations inside the profiler window of ``--profile trace``
@@ -61,7 +62,8 @@ class RunResult(NamedTuple):
     run_dir: Any
 
 
-def build_loop(resolved: Resolved) -> Loop:
+def build_loop(resolved: Resolved) -> Loop | SeedLoop:
+    """The loop ``resolved`` describes; with ``num_seeds > 1``, vmapped over seeds."""
     config = resolved.config
     if resolved.env_params is None:  # a host simulator (gym/<id>)
         from jaxrl_fdg.envs.host import host_env_fragment
@@ -69,7 +71,15 @@ def build_loop(resolved: Resolved) -> Loop:
         env = host_env_fragment(resolved.env, config.num_envs)
     else:
         env = env_fragment(resolved.env, resolved.env_params, config.num_envs)
-    return Loop(env, resolved.spec.build(resolved.context), config.rollout_len)
+    loop = Loop(env, resolved.spec.build(resolved.context), config.rollout_len)
+    return SeedLoop(loop, config.num_seeds) if config.num_seeds > 1 else loop
+
+
+def initial_key(config: TrainConfig) -> jax.Array:
+    """The key :func:`train` starts from: one per seed with ``num_seeds > 1``."""
+    if config.num_seeds > 1:
+        return seed_keys(config.seed, config.num_seeds)
+    return jax.random.key(config.seed)
 
 
 def make_train(
@@ -78,7 +88,7 @@ def make_train(
     """The whole run as one pure function ``train(key) -> (final state, metrics [iterations])``.
 
     Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. With
-    ``key = jax.random.key(config.seed)`` it computes what :func:`train` computes.
+    ``key = initial_key(config)`` it computes what :func:`train` computes.
     """
     loop = build_loop(resolve(config, spec))
 
@@ -123,6 +133,8 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
     config = resolved.config
     loop = build_loop(resolved)
     host_env = loop.env_frag.placement == "host"
+    if config.eval_every:  # before anything compiles
+        _check_evaluation(resolved, loop)
     if host_env and (config.checkpoint_every or resume is not None):
         raise ConfigError(
             f"{config.env} is a host simulator: its state lives outside JAX and cannot be "
@@ -138,19 +150,22 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
         folder.write_config(to_mapping(resolved))
     else:
         folder = None
+    seed_folders = _seed_folders(folder, resolved, resume is not None)
     checkpointer = None
     if folder is not None and not host_env:
         checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep)
 
-    state = plan.init(jax.random.key(config.seed))
+    state = plan.init(initial_key(config))
     rows: list[dict[str, Any]] = []
     if resume is not None:
         state = checkpointer.restore(state)
-        rows = folder.truncate_metrics(int(state.iteration))
+        rows = folder.truncate_metrics(iterations_done(state))
+        for seed_folder in seed_folders:
+            seed_folder.truncate_metrics(iterations_done(state))
     plan.compile(state)
     evaluate = _evaluation_program(resolved, loop, state, timings) if config.eval_every else None
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
-    run = _Run(config, label, plan, folder, checkpointer, rows, evaluate)
+    run = _Run(config, label, plan, folder, checkpointer, rows, evaluate, seed_folders)
     try:
         with _StopOnSignal(run):
             state = run.execute(state)
@@ -159,6 +174,8 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
         raise
     finally:
         summary = run.finish(loop)
+        for seed_folder in seed_folders:
+            seed_folder.close()
         if checkpointer is not None:
             checkpointer.close()
         if host_env:
@@ -176,24 +193,58 @@ def _evaluation_program(
     """``(state, iteration) -> evaluation metrics`` (on the device): the evaluation fragment on the
     learner's current ``params``, compiled ahead of time like the plan's programs."""
     config = resolved.config
-    if loop.policy is None:
-        raise ConfigError(f"algorithm {resolved.spec.name!r} defines no policy to evaluate")
-    if resolved.env_params is None:
-        raise ConfigError(f"evaluation needs a JAX environment; {config.env} is a host simulator")
+    _check_evaluation(resolved, loop)
     frag = evaluator(resolved.env, resolved.env_params, loop.policy, config.eval_episodes)
 
     def run(states: dict, key: jax.Array) -> dict[str, jax.Array]:
         params = published(loop.learner, states[loop.learner.name])["params"]
         return call(frag, EmptyState(), {"params": params}, key)[1]
 
+    def keys(iteration: int) -> jax.Array:
+        if config.num_seeds == 1:
+            return evaluation_key(config.seed, iteration)
+        seeds = np.arange(config.seed, config.seed + config.num_seeds)
+        return jax.vmap(lambda seed: evaluation_key(seed, iteration))(seeds)
+
+    if config.num_seeds > 1:  # each seed's evaluation is the one its single-seed run makes
+        run = jax.vmap(run)
     with timings.scope("compile:evaluate", always=True):
-        program = jax.jit(run).lower(state.fragments, evaluation_key(config.seed, 0)).compile()
+        program = jax.jit(run).lower(state.fragments, keys(0)).compile()
 
     def evaluate(state: LoopState, iteration: int):
         with timings.scope("evaluate"):
-            return program(state.fragments, evaluation_key(config.seed, iteration))
+            return program(state.fragments, keys(iteration))
 
     return evaluate
+
+
+def _check_evaluation(resolved: Resolved, loop: Loop | SeedLoop) -> None:
+    if loop.policy is None:
+        raise ConfigError(f"algorithm {resolved.spec.name!r} defines no policy to evaluate")
+    if resolved.env_params is None:
+        raise ConfigError(
+            f"evaluation needs a JAX environment; {resolved.config.env} is a host simulator"
+        )
+
+
+def _seed_folders(folder: RunFolder | None, resolved: Resolved, resume: bool) -> list[RunFolder]:
+    """With several seeds, a run folder of its own for each inside the run's folder,
+    ``seed-<seed>/``: its config (that seed alone) and its metrics, which ``jaxrl-fdg plot``
+    draws as replicates."""
+    config = resolved.config
+    if folder is None or config.num_seeds == 1:
+        return []
+    folders = []
+    for seed in range(config.seed, config.seed + config.num_seeds):
+        path = folder.path / f"seed-{seed}"
+        if resume:
+            folders.append(RunFolder.open(path))
+            continue
+        path.mkdir()
+        single = resolved._replace(config=config.replace(seed=seed, num_seeds=1))
+        folders.append(RunFolder(path))
+        folders[-1].write_config(to_mapping(single))
+    return folders
 
 
 def evaluate(
@@ -218,18 +269,21 @@ def evaluate(
         raise ConfigError(f"run {str(folder.path)!r} has no checkpoints to evaluate")
     checkpointer = Checkpointer(checkpoints)
     try:
-        state = checkpointer.restore(jax.jit(loop.init)(jax.random.key(config.seed)), iteration)
+        state = checkpointer.restore(jax.jit(loop.init)(initial_key(config)), iteration)
     finally:
         checkpointer.close()
     program = _evaluation_program(resolved, loop, state, Timings("off"))
-    done = int(state.iteration)
+    done = iterations_done(state)
+    values = jax.device_get(program(state, done))
     result = {
         "run": str(folder.path),
         "iteration": done,
         "env_steps": done * config.steps_per_iteration,
         "episodes": config.eval_episodes,
-        **{k: float(v) for k, v in jax.device_get(program(state, done)).items()},
+        **{k: float(np.mean(v)) for k, v in values.items()},  # the mean over seeds, if several
     }
+    if config.num_seeds > 1:
+        result["per_seed"] = {k: np.asarray(v).tolist() for k, v in values.items()}
     folder.write_json("evaluation.json", result)
     return result
 
@@ -260,10 +314,12 @@ class _Run:
         checkpointer: Checkpointer | None = None,
         rows: list[dict[str, Any]] | None = None,
         evaluate: Callable[[LoopState, int], Any] | None = None,
+        seed_folders: list[RunFolder] | None = None,
     ):
         self.config, self.plan, self.folder = config, plan, folder
         self.checkpointer = checkpointer
         self.evaluate = evaluate
+        self.seed_folders = seed_folders or []
         self.timings: Timings = plan.timings
         total = config.num_iterations * config.steps_per_iteration
         self.display = ProgressDisplay(total, label, enabled=config.progress)
@@ -280,7 +336,7 @@ class _Run:
 
     def execute(self, state: LoopState) -> LoopState:
         config, plan = self.config, self.plan
-        start = int(state.iteration)
+        start = iterations_done(state)
         self.iterations = start
         chunks = _chunks(config.num_iterations - start, config.boundary_every)
         traced = None
@@ -329,10 +385,10 @@ class _Run:
             bad = find_non_finite(state)
             if bad is not None:
                 raise NonFiniteError(
-                    f"non-finite values in {bad} at iteration {int(state.iteration)}; "
+                    f"non-finite values in {bad} at iteration {iterations_done(state)}; "
                     "the last checkpoint is intact"
                 )
-            return self.checkpointer.save(state) if self.checkpointer else int(state.iteration)
+            return self.checkpointer.save(state) if self.checkpointer else iterations_done(state)
 
     def traced(self, state: LoopState, n: int) -> LoopState:
         """Advance ``n`` iterations inside a profiler window; its own cost goes to ``session``."""
@@ -364,7 +420,19 @@ class _Run:
             row = _row(metrics, self.iterations, self.config, now - self.start, now - self.last)
             if self.evaluate is not None:  # every row has the columns, for metrics.csv
                 row.update({k: None for k in EVAL_OUTPUTS})
-                row.update({k: float(v) for k, v in (evaluation or {}).items()})
+                row.update({k: float(np.mean(v)) for k, v in (evaluation or {}).items()})
+            for i, seed_folder in enumerate(self.seed_folders):  # each seed's own row
+                seed_row = _row(
+                    {k: v[:, i] for k, v in metrics.items()},
+                    self.iterations,
+                    self.config,
+                    now - self.start,
+                    now - self.last,
+                )
+                if self.evaluate is not None:
+                    seed_row.update({k: None for k in EVAL_OUTPUTS})
+                    seed_row.update({k: float(v[i]) for k, v in (evaluation or {}).items()})
+                seed_folder.append_metrics(seed_row)
             self.last = now
             self.rows.append(row)
             if self.folder is not None:
