@@ -139,6 +139,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             return losses.weighted_mean(per_sample, sample.weights), (td_error, q_taken.mean())
 
         (value, (td_error, q_mean)), grads = jax.value_and_grad(loss, has_aux=True)(state.params)
+        grads = ctx.mean_gradients(grads)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         count = state.updates + 1

@@ -27,6 +27,9 @@ class AlgorithmContext:
       rollout_len: steps per rollout (the time axis ``T``).
       num_iterations: rollout + update iterations in the whole run (for schedules).
       hparams: the algorithm's own hyperparameter dataclass.
+      mean_gradients: applied by learners to their gradients before the optimizer step. The
+        identity on one device; a data-parallel placement sets it to a mean over its shards, so
+        that collectives are injected by the placement and no fragment names a device axis.
     """
 
     observation_space: Space
@@ -35,6 +38,7 @@ class AlgorithmContext:
     rollout_len: int
     num_iterations: int
     hparams: Any
+    mean_gradients: Callable[[Any], Any] = lambda grads: grads
 
     @property
     def batch_size(self) -> int:
@@ -119,6 +123,7 @@ class AlgorithmSpec(NamedTuple):
 
 # Built-in algorithms are imported on first use, so importing the core stays light.
 _BUILTIN = {
+    "a2c": "jaxrl_fdg.fragments.a2c:SPEC",
     "ppo": "jaxrl_fdg.fragments.ppo:SPEC",
     "dqn": "jaxrl_fdg.fragments.dqn:SPEC",
 }

@@ -18,6 +18,7 @@ SMALL = rl.TrainConfig(total_steps=2 * 8 * 3, num_envs=2, rollout_len=8, out=Non
 _OFF_POLICY = {"learning_starts": 16, "batch_size": 8, "buffer_size": 64, "utd_ratio": 0.125}
 TINY = {
     "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
+    "a2c": dict(),
     "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": (16,), "n_step": 3}),
 }
 ALGOS = sorted(TINY)
