@@ -41,7 +41,8 @@ def box_bounds(space: Box) -> tuple[jax.Array, jax.Array]:
 def to_box(unit_action: jax.Array, space: Box) -> jax.Array:
     """Map an action in ``[−1, 1]`` (a tanh output) affinely onto the box."""
     low, high = box_bounds(space)
-    return low + (unit_action + 1.0) * 0.5 * (high - low)
+    # Clipped: in float32 the affine map can land one ulp past ``high`` at a unit action of 1.
+    return jnp.clip(low + (unit_action + 1.0) * 0.5 * (high - low), low, high)
 
 
 def from_box(action: jax.Array, space: Box) -> jax.Array:

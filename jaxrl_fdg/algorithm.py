@@ -12,6 +12,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import optax
+
 from jaxrl_fdg.envs.spaces import Space
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragment import Fragment, Role
@@ -43,6 +45,13 @@ class AlgorithmContext:
     @property
     def batch_size(self) -> int:
         return self.num_envs * self.rollout_len
+
+    def averaged(self, tx: optax.GradientTransformation) -> optax.GradientTransformation:
+        """``tx`` applied to gradients passed through :attr:`mean_gradients` first."""
+        return optax.GradientTransformation(
+            tx.init,
+            lambda grads, state, params=None: tx.update(self.mean_gradients(grads), state, params),
+        )
 
 
 class Replay(NamedTuple):
@@ -126,6 +135,9 @@ _BUILTIN = {
     "a2c": "jaxrl_fdg.fragments.a2c:SPEC",
     "ppo": "jaxrl_fdg.fragments.ppo:SPEC",
     "dqn": "jaxrl_fdg.fragments.dqn:SPEC",
+    "sac": "jaxrl_fdg.fragments.sac:SPEC",
+    "td3": "jaxrl_fdg.fragments.dpg:TD3_SPEC",
+    "ddpg": "jaxrl_fdg.fragments.dpg:DDPG_SPEC",
 }
 _REGISTRY: dict[str, AlgorithmSpec] = {}
 

@@ -2,8 +2,9 @@
 
 Scope names follow the runner's conventions: ``compile:<program>`` for ahead-of-time compilation,
 ``collect`` for reading metrics back at host boundaries (the host waits on the device there, then
-copies), ``log`` and ``checkpoint`` for host-side bookkeeping (metrics rows, progress, checkpoints), and the fusion plan's program
-names (``scan``, ``actor``, ``env``, ``learner``, …) for dispatch.
+copies), ``log`` and ``checkpoint`` for host-side bookkeeping (metrics rows, progress,
+checkpoints), and the fusion plan's program names (``scan``, ``actor``, ``env``, ``learner``,
+…) for dispatch.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def _rows(path):
 def test_evaluation_changes_nothing_and_is_the_same_in_every_mode(tmp_path):
     plain = rl.train(DQN.replace(out=None, eval_every=0))
     scan = rl.train(DQN.replace(out=str(tmp_path), run_name="scan"))
-    step = rl.train(DQN.replace(out=str(tmp_path), run_name="step", fusion="step"))
+    rl.train(DQN.replace(out=str(tmp_path), run_name="step", fusion="step"))
     jax.tree.map(np.testing.assert_array_equal, scan.state.fragments, plain.state.fragments)
     scan_rows, step_rows = _rows(tmp_path / "scan"), _rows(tmp_path / "step")
     evaluated = [r["iteration"] for r in scan_rows if r["eval_return"] is not None]

@@ -1,0 +1,171 @@
+"""Soft Actor-Critic with automatic entropy tuning, as an actor and a learner fragment.
+
+Haarnoja, Zhou, Abbeel & Levine (2018), "Soft Actor-Critic: Off-Policy Maximum Entropy Deep
+Reinforcement Learning with a Stochastic Actor", arXiv:1801.01290, in the form of Haarnoja et al.
+(2018), "Soft Actor-Critic Algorithms and Applications", arXiv:1812.05905: no separate value
+network, two critics with clipped double Q-learning, and a learned temperature α.
+
+With ``a' ~ π(·|s')`` a tanh-squashed Gaussian (``distributions.tanh_gaussian_sample``, sampled by
+reparameterisation) and ``k``-step experience ``(s, a, r, discount, s')``:
+
+    y     = r + discount · (min_i Q_target,i(s', a') − α log π(a'|s'))
+    L_Q   = ½ Σ_i E_w[(Q_i(s, a) − y)²]                         (w: importance weights)
+    L_π   = E[α log π(ã|s) − min_i Q_i(s, ã)],   ã ~ π(·|s)
+    L_α   = −E[log α · (log π(ã|s) + H̄)],        H̄ = −dim(A)   (the target entropy)
+
+``L_α`` raises α while the policy's entropy ``−E[log π]`` is below ``H̄`` and lowers it while it is
+above, so the temperature keeps the entropy near the target instead of being tuned per task. It
+is written in ``log α`` (as SB3 and arXiv:1812.05905's code do), which keeps α positive. Each
+update steps the critic, then the actor against the new critic (CleanRL's order), then α on the
+log-probabilities of the actor step's sample (SB3's), then the critics' targets by Polyak
+averaging. Importance weights enter the critic loss only: they correct the regression target's
+distribution, while the policy simply improves at the states sampled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl_fdg import validate
+from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.fragments import continuous, losses
+from jaxrl_fdg.fragments import distributions as dist
+from jaxrl_fdg.fragments.networks import SquashedGaussianActor
+
+
+@dataclasses.dataclass(frozen=True)
+class SACConfig(continuous.ContinuousConfig):
+    """SAC hyperparameters (each is a ``--flag`` of ``jaxrl-fdg train``), on top of those every
+    continuous-control off-policy algorithm shares.
+
+    The defaults are CleanRL's ``sac_continuous_action.py`` (Huang et al. 2022): Adam 3e-4 for the
+    actor and 1e-3 for the critics and α, α learned from 1, a 5k-step warm-up, one update per env
+    step, γ = 0.99, τ = 0.005, batches of 256, 256-256 ReLU networks; except that the actor is
+    updated at every step as in the paper and SB3 (CleanRL: twice every second step).
+
+    Attributes:
+      autotune: learn α toward the target entropy ``−dim(A)``; otherwise α stays fixed.
+      alpha: the entropy temperature α: its initial value with ``autotune``, its value otherwise.
+      alpha_lr: Adam learning rate of ``log α``.
+    """
+
+    critic_lr: float = 1e-3
+    autotune: bool = True
+    alpha: float = 1.0
+    alpha_lr: float = 1e-3
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        validate.in_range("alpha", self.alpha, 0.0, math.inf, low_open=True)
+        validate.in_range("alpha_lr", self.alpha_lr, 0.0, 1.0, low_open=True)
+
+
+class SACState(NamedTuple):
+    actor: continuous.Optimized
+    critic: continuous.Critic
+    log_alpha: continuous.Optimized
+    updates: jax.Array
+
+
+def check(ctx: AlgorithmContext) -> None:
+    continuous.check("sac", ctx)
+
+
+def temperature_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: float) -> jax.Array:
+    """``L_α = −mean(log α · (log π + H̄))``; ``log_prob`` is taken as a constant."""
+    return -jnp.mean(log_alpha * (jax.lax.stop_gradient(log_prob) + target_entropy))
+
+
+def build(ctx: AlgorithmContext) -> Algorithm:
+    hp: SACConfig = ctx.hparams
+    actor_net = SquashedGaussianActor(
+        action_dim=continuous.action_dim(ctx),
+        hidden_sizes=tuple(hp.hidden_sizes),
+        activation=hp.activation,
+        obs_ndim=len(ctx.observation_space.shape),
+    )
+    critic_net = continuous.critic_network(ctx)
+    actor_tx, critic_tx, alpha_tx = (
+        ctx.averaged(optax.adam(lr)) for lr in (hp.actor_lr, hp.critic_lr, hp.alpha_lr)
+    )
+    target_entropy = -float(continuous.action_dim(ctx))
+
+    def policy(params, observation, key):
+        """``(a ~ π(·|s) in [−1, 1], log π(a|s))``."""
+        mean, log_std = actor_net.apply(params, observation)
+        return dist.tanh_gaussian_sample(key, mean, log_std)
+
+    def explore(params, observation, key):
+        return policy(params, observation, key)[0]
+
+    def mode(params, observation):
+        """The squashed mean ``tanh(μ(s))``."""
+        return dist.tanh_gaussian_mode(actor_net.apply(params, observation)[0])
+
+    def init(key):
+        k_actor, k_critic = jax.random.split(key)
+        actor_params = actor_net.init(k_actor, continuous.observation_example(ctx))
+        log_alpha = jnp.asarray(math.log(hp.alpha), jnp.float32)
+        return SACState(
+            continuous.Optimized(actor_params, actor_tx.init(actor_params)),
+            continuous.init_critic(critic_net, critic_tx, ctx, k_critic),
+            continuous.Optimized(log_alpha, alpha_tx.init(log_alpha)),
+            jnp.zeros((), jnp.int32),
+        )
+
+    def learn(state: SACState, inputs, key):
+        sample = inputs["batch"]
+        exp = sample.transitions
+        k_next, k_actor = jax.random.split(key)
+        alpha = jnp.exp(state.log_alpha.params)
+        next_action, next_log_prob = policy(state.actor.params, exp.next_observation, k_next)
+        q_next = critic_net.apply(state.critic.target_params, exp.next_observation, next_action)
+        target = losses.td_target(
+            exp.reward, exp.discount, q_next.min(axis=0) - alpha * next_log_prob
+        )
+        count = state.updates + 1
+        critic, metrics, td_error = continuous.critic_step(
+            critic_net,
+            critic_tx,
+            state.critic,
+            exp.observation,
+            continuous.unit_action(exp.action, ctx),
+            target,
+            sample.weights,
+            count,
+            hp.tau,
+        )
+
+        def actor_loss(params):
+            action, log_prob = policy(params, exp.observation, k_actor)
+            q = critic_net.apply(critic.params, exp.observation, action).min(axis=0)
+            return jnp.mean(alpha * log_prob - q), log_prob
+
+        (loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(state.actor.params)
+        actor = continuous.optimizer_step(actor_tx, state.actor, grads)
+        log_alpha = state.log_alpha
+        if hp.autotune:
+            grad = jax.grad(temperature_loss)(log_alpha.params, log_prob, target_entropy)
+            log_alpha = continuous.optimizer_step(alpha_tx, log_alpha, grad)
+        metrics = {**metrics, "actor_loss": loss, "alpha": alpha, "entropy": -log_prob.mean()}
+        return SACState(actor, critic, log_alpha, count), {
+            "metrics": metrics,
+            "td_error": td_error,
+        }
+
+    return continuous.build("sac", ctx, explore, mode, init, learn)
+
+
+SPEC = AlgorithmSpec(
+    name="sac",
+    hparams=SACConfig,
+    build=build,
+    check=check,
+    summary="Soft Actor-Critic with automatic entropy tuning (Haarnoja et al. 2018)",
+)
