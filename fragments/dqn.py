@@ -170,6 +170,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         publish=lambda state: {"params": state.params},
         published=("params",),
     )
+
     def greedy(params, observation):
         return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
 

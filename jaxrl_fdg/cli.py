@@ -39,6 +39,9 @@ _RUN_FLAGS = {
     "eval_every": "env steps between evaluations of the deterministic policy (0: none)",
     "eval_episodes": "episodes per evaluation",
     "num_seeds": "independent runs (seeds seed, seed+1, ...) in one vmapped program",
+    "placement": "where fragments run: single | data_parallel",
+    "devices": "shards of a data_parallel run, one per device",
+    "dp_backend": "data_parallel backend: shard_map | pmap | vmap (all shards on one device)",
 }
 
 
@@ -125,7 +128,11 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     run = parser.add_argument_group("run")
     hints = typing.get_type_hints(cfg.TrainConfig)
     for name, help_text in _RUN_FLAGS.items():
-        kind = str if name in ("out", "run_name", "profile") else hints[name]
+        kind = (
+            str
+            if name in ("out", "run_name", "profile", "placement", "dp_backend")
+            else hints[name]
+        )
         run.add_argument(
             _flag(name),
             dest=name,

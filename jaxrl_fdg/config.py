@@ -24,6 +24,7 @@ from jaxrl_fdg import envs, validate
 from jaxrl_fdg.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fusion import FUSION_MODES
+from jaxrl_fdg.placement import BACKENDS, PLACEMENTS, check_devices, mean_over_shards
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
 
 # Host boundaries per run when ``log_every`` is left at 0 (auto).
@@ -80,6 +81,11 @@ class TrainConfig:
       num_seeds: independent runs with seeds ``seed, seed + 1, ...`` in one program (vmapped);
         each computes what the run with its seed alone computes. Per-seed metrics go to
         ``seed-<seed>/`` inside the run folder; the run's own rows average over seeds.
+      placement: ``single`` (one device) or ``data_parallel`` (``num_envs`` split into ``devices``
+        shards, gradients averaged across them; see ``jaxrl_fdg.placement``).
+      devices: shards of a data-parallel run, one per device.
+      dp_backend: how shards run: ``shard_map`` (default), ``pmap``, or ``vmap`` (every shard on
+        one device: the reference a multi-device run equals).
       hparams: overrides of the algorithm's hyperparameters, by field name.
     """
 
@@ -102,6 +108,9 @@ class TrainConfig:
     eval_every: int = 0
     eval_episodes: int = 10
     num_seeds: int = 1
+    placement: str = "single"
+    devices: int = 1
+    dp_backend: str = "shard_map"
     hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -159,6 +168,13 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
         num_iterations=config.num_iterations,
         hparams=hparams,
     )
+    if config.placement == "data_parallel":
+        context = _data_parallel(config, context, host=env_params is None)
+    elif config.devices > 1:
+        raise ConfigError(
+            f"devices = {config.devices} needs placement 'data_parallel' (valid placements: "
+            f"{', '.join(PLACEMENTS)})"
+        )
     spec.check(context)
     return Resolved(config, spec, hparams, env, env_params, context)
 
@@ -187,9 +203,27 @@ def _check_values(
     validate.non_negative("eval_every", config.eval_every)
     validate.positive_int("eval_episodes", config.eval_episodes)
     validate.positive_int("num_seeds", config.num_seeds)
+    validate.choice("placement", config.placement, PLACEMENTS)
+    validate.positive_int("devices", config.devices)
+    validate.choice("dp_backend", config.dp_backend, BACKENDS)
     if not isinstance(config.seed, int) or isinstance(config.seed, bool):
         raise ConfigError(f"seed must be an integer, got {config.seed!r}")
     return spec, make_hparams(spec, config.hparams)
+
+
+def _data_parallel(config: TrainConfig, context: AlgorithmContext, host: bool) -> AlgorithmContext:
+    """Each shard's context: its share of the environments, gradients averaged over shards."""
+    if host:
+        raise ConfigError(
+            f"data_parallel needs a JAX environment; {config.env} is a host simulator"
+        )
+    if config.num_seeds > 1:
+        raise ConfigError("data_parallel and num_seeds > 1 cannot be combined (yet); pick one")
+    validate.divides("devices", config.devices, "num_envs", config.num_envs)
+    check_devices(config.devices, config.dp_backend)
+    return dataclasses.replace(
+        context, num_envs=config.num_envs // config.devices, mean_gradients=mean_over_shards
+    )
 
 
 def _environment(name: str) -> tuple[Any, Any]:

@@ -36,6 +36,7 @@ from jaxrl_fdg.evaluation import EVAL_OUTPUTS, evaluation_key, evaluator
 from jaxrl_fdg.fragment import EmptyState, call, published
 from jaxrl_fdg.fusion import make_plan
 from jaxrl_fdg.loop import Loop, LoopState, iterations_done
+from jaxrl_fdg.placement import ShardedLoop, first_shard
 from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, summary_table, trace
 from jaxrl_fdg.profiling.timers import user_scope_names
 from jaxrl_fdg.progress import ProgressDisplay
@@ -62,16 +63,19 @@ class RunResult(NamedTuple):
     run_dir: Any
 
 
-def build_loop(resolved: Resolved) -> Loop | SeedLoop:
-    """The loop ``resolved`` describes; with ``num_seeds > 1``, vmapped over seeds."""
+def build_loop(resolved: Resolved) -> Loop | SeedLoop | ShardedLoop:
+    """The loop ``resolved`` describes: vmapped over seeds with ``num_seeds > 1``, split into
+    shards with a data-parallel placement."""
     config = resolved.config
     if resolved.env_params is None:  # a host simulator (gym/<id>)
         from jaxrl_fdg.envs.host import host_env_fragment
 
         env = host_env_fragment(resolved.env, config.num_envs)
-    else:
-        env = env_fragment(resolved.env, resolved.env_params, config.num_envs)
+    else:  # per shard, with a data-parallel placement
+        env = env_fragment(resolved.env, resolved.env_params, resolved.context.num_envs)
     loop = Loop(env, resolved.spec.build(resolved.context), config.rollout_len)
+    if config.placement == "data_parallel":
+        return ShardedLoop(loop, config.devices, config.dp_backend)
     return SeedLoop(loop, config.num_seeds) if config.num_seeds > 1 else loop
 
 
@@ -197,6 +201,8 @@ def _evaluation_program(
     frag = evaluator(resolved.env, resolved.env_params, loop.policy, config.eval_episodes)
 
     def run(states: dict, key: jax.Array) -> dict[str, jax.Array]:
+        if isinstance(loop, ShardedLoop):  # every shard holds the same learner
+            states = first_shard(states)
         params = published(loop.learner, states[loop.learner.name])["params"]
         return call(frag, EmptyState(), {"params": params}, key)[1]
 

@@ -200,4 +200,3 @@ def test_debug_nans_raises_at_the_op_that_made_the_nan(fusion):
     with pytest.raises(FloatingPointError, match="invalid value \\(nan\\)"):
         rl.train(config, _POISONED)
     assert not jax.config.jax_debug_nans  # restored after the run
-
