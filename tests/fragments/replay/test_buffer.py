@@ -77,6 +77,16 @@ def test_stale_priority_updates_are_dropped_after_overwrite():
         assert leaves[i] == (1.0 if i < 2 else 9.0), (i, leaves)
 
 
+def test_stale_updates_do_not_raise_the_max_priority():
+    buffer = replay.make_prioritized(capacity=2, batch_size=2, alpha=1.0, epsilon=0.0, arity=2)
+    state = buffer.add(buffer.init(EXAMPLE), _batch(0, 2))
+    sample = buffer.sample(state, jax.random.key(0))
+    state = buffer.add(state, _batch(2, 2))  # both slots overwritten
+    state = buffer.update_priorities(state, sample.indices, sample.writes, jnp.full(2, 50.0))
+    assert float(state.max_priority) == 1.0
+    np.testing.assert_array_equal(state.tree.levels[0], [1.0, 1.0])
+
+
 def test_priority_exponent():
     buffer = replay.make_prioritized(capacity=4, batch_size=2, alpha=0.5, epsilon=0.0, arity=2)
     state = buffer.add(buffer.init(EXAMPLE), _batch(0, 2))

@@ -1,5 +1,8 @@
 """The K-ary sum tree against a numpy reference, and its sampling distribution."""
 
+import functools
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -136,3 +139,132 @@ def test_precision_with_tiny_priorities_at_2_pow_20_slots():
     share = float(np.mean(idx == 0))
     assert abs(share - 0.5) < 4 * np.sqrt(0.25 / len(idx)), share  # within 4σ of 1/2
     assert len(np.unique(idx[idx > 0])) > 0.9 * (idx > 0).sum()  # the tiny ones spread out
+
+
+def _random_batches(capacity, batch, rounds, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(rounds):
+        # Drawn from half as many slots as the batch holds, so it holds duplicates.
+        pool = rng.choice(capacity, size=min(capacity, batch // 2), replace=False)
+        idx = rng.choice(pool, batch)
+        yield jnp.asarray(idx), jnp.asarray(rng.random(batch).astype(np.float32))
+
+
+@pytest.mark.parametrize("capacity, arity", [(1, 2), (100, 3), (4096, 8), (5000, 64), (2**16, 2)])
+def test_loop_and_batched_updates_agree_bit_for_bit(capacity, arity):
+    # The CPU loops and the accelerator path add children in the same order, so they agree
+    # exactly, duplicates and dropped (stale) positions included.
+    loops = jax.jit(functools.partial(sum_tree._update_in_loops, arity=arity))
+    batched = jax.jit(functools.partial(sum_tree._update_batched, arity=arity))
+    versions = jnp.asarray(np.random.default_rng(1).integers(0, 2, capacity), jnp.int32)
+    a = b = sum_tree.init(capacity, arity)
+    for round_, (idx, val) in enumerate(_random_batches(capacity, 64, 10, seed=capacity)):
+        guard = None if round_ % 2 else (versions, jnp.ones(64, jnp.int32))
+        a, written_a = loops(a, idx, val, guard)
+        b, written_b = batched(b, idx, val, guard)
+        for x, y in zip(a.levels, b.levels, strict=True):
+            np.testing.assert_array_equal(x, y)
+        assert float(written_a) == float(written_b)
+
+
+@pytest.mark.parametrize(
+    "path", [sum_tree.update_if_current, sum_tree._update_in_loops, sum_tree._update_batched]
+)
+def test_update_if_current_drops_stale_positions(path):
+    # Slot 3 is current (version 1) at positions 0 and 2, stale at position 3 (expected 0): the
+    # last *kept* write (position 2) wins. Slot 5 is stale everywhere: unchanged.
+    tree = sum_tree.update(sum_tree.init(8, 2), jnp.arange(8), jnp.ones(8), 2)
+    versions = jnp.ones(8, jnp.int32)
+    indices, values = jnp.array([3, 5, 3, 3]), jnp.array([2.0, 9.0, 7.0, 8.0])
+    expected = jnp.array([1, 0, 1, 0])
+    if path is sum_tree.update_if_current:
+        tree, written = jax.jit(path, static_argnums=3)(
+            tree, indices, values, 2, versions, expected
+        )
+    else:
+        tree, written = jax.jit(functools.partial(path, arity=2))(
+            tree, indices, values, (versions, expected)
+        )
+    np.testing.assert_array_equal(np.asarray(tree.levels[0])[[3, 5]], [7.0, 1.0])
+    assert float(written) == 7.0  # the largest value written; the stale 9 and 8 do not count
+    assert float(tree.total) == 7.0 + 7 * 1.0  # slot 3 at 7, the other seven at 1
+
+
+def test_vmapped_updates_match_updates_of_each_tree():
+    # On CPU the vmap axis joins the loops' copies axis (custom_vmap), nested vmaps included.
+    capacity, arity, batch = 300, 4, 16
+    rng = np.random.default_rng(3)
+    idx = jnp.asarray(rng.integers(0, capacity, (2, 3, batch)), jnp.int32)
+    val = jnp.asarray(rng.random((2, 3, batch)), jnp.float32)
+    versions = jnp.asarray(rng.integers(0, 2, (2, 3, capacity)), jnp.int32)
+    expected = jnp.ones((2, 3, batch), jnp.int32)
+    trees = jax.tree.map(
+        lambda x: jnp.broadcast_to(x, (2, 3, *x.shape)), sum_tree.init(capacity, arity)
+    )
+
+    def one(tree, i, v, ver, e):
+        return sum_tree.update_if_current(tree, i, v, arity, ver, e)
+
+    got, written = jax.jit(jax.vmap(jax.vmap(one)))(trees, idx, val, versions, expected)
+    for s in range(2):
+        for c in range(3):
+            tree = jax.tree.map(lambda x, s=s, c=c: x[s, c], trees)
+            want, w = jax.jit(one)(tree, idx[s, c], val[s, c], versions[s, c], expected[s, c])
+            for x, y in zip(got.levels, want.levels, strict=True):
+                np.testing.assert_array_equal(x[s, c], y)
+            assert float(written[s, c]) == float(w)
+    # Indices shared by every tree (not batched) are broadcast.
+    shared = jax.jit(jax.vmap(lambda t, v: sum_tree.update(t, idx[0, 0], v, arity)))(
+        jax.tree.map(lambda x: x[0], trees), val[0]
+    )
+    for c in range(3):
+        want = sum_tree.update(sum_tree.init(capacity, arity), idx[0, 0], val[0, c], arity)
+        np.testing.assert_array_equal(shared.levels[0][c], want.levels[0])
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA's CPU compiler")
+@pytest.mark.parametrize("arity", [2, 5, 8, 16, 64])
+@pytest.mark.parametrize("capacity", [2**20, 2**24])
+@pytest.mark.parametrize("copies", [None, 4])
+def test_cpu_update_loops_compile_to_single_kernels(arity, capacity, copies):
+    # XLA runs a while loop as one compiled kernel only when its body touches little memory (its
+    # SmallWhileLoopHoistingPass marks it `xla_cpu_small_call`); otherwise every iteration
+    # dispatches each op separately, 10-20x slower. sum_tree.LOOP_CHILDREN keeps every loop small.
+    batch = 256
+    tree = jax.eval_shape(lambda: sum_tree.init(capacity, arity))
+    args = [
+        tree,
+        jax.ShapeDtypeStruct((batch,), jnp.int32),
+        jax.ShapeDtypeStruct((batch,), jnp.float32),
+        jax.ShapeDtypeStruct((capacity,), jnp.int32),
+        jax.ShapeDtypeStruct((batch,), jnp.int32),
+    ]
+
+    def fn(tree, indices, values, versions, expected):
+        return sum_tree.update_if_current(tree, indices, values, arity, versions, expected)
+
+    if copies:
+        args = jax.tree.map(lambda x: jax.ShapeDtypeStruct((copies, *x.shape), x.dtype), args)
+        fn = jax.vmap(fn)
+    hlo = jax.jit(fn, donate_argnums=0).lower(*args).compile().as_text()
+    loops = len(re.findall(r" while\(", hlo))
+    compiled = len(re.findall(r"xla_cpu_small_call", hlo))
+    assert loops >= 1 and compiled == loops, (loops, compiled)
+
+
+@pytest.mark.parametrize("shape", [(1,), (7, 256), (3, 5, 2)])
+def test_random_bits_are_jax_random_bits(shape):
+    for key in (jax.random.key(0), jax.random.key(12345), jax.random.PRNGKey(7)):
+        np.testing.assert_array_equal(
+            jax.jit(sum_tree.random_bits, static_argnums=1)(key, shape),
+            jax.random.bits(key, shape, jnp.uint32),
+        )
+    keys = jax.random.split(jax.random.key(1), 4)
+    np.testing.assert_array_equal(
+        jax.vmap(lambda k: sum_tree.random_bits(k, shape))(keys),
+        jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys),
+    )
+    other = jax.random.key(0, impl="rbg")  # not threefry: jax.random.bits itself
+    np.testing.assert_array_equal(
+        sum_tree.random_bits(other, shape), jax.random.bits(other, shape, jnp.uint32)
+    )
