@@ -185,5 +185,5 @@ def test_brax_names_resolve_through_the_config():
     assert params.max_steps == 1000 and env.action_space(params).shape == (1,)
     with pytest.raises(ConfigError, match="brax/inverted_pendulum:warp"):
         cfg._environment("brax/inverted_pendulum:warp")
-    with pytest.raises(ConfigError, match="needs a Discrete action space"):  # PPO is discrete
-        cfg.resolve(cfg.TrainConfig(env="brax/inverted_pendulum", out=None))
+    with pytest.raises(ConfigError, match="dqn needs a Discrete action space"):
+        cfg.resolve(cfg.TrainConfig(algo="dqn", env="brax/inverted_pendulum", out=None))

@@ -1,0 +1,112 @@
+"""Env-steps/s of every registered algorithm under every fusion mode, in one run.
+
+Each algorithm runs its default hyperparameters on its usual environment with a fixed number of
+iterations per mode (compile seconds reported apart from run seconds). Off-policy algorithms start
+learning after their first iteration here (``learning_starts`` = one iteration), so every timed
+iteration includes its updates. ``eager`` is timed over a few iterations after one warm-up
+iteration; the others over the whole budget.
+
+    python benchmarks/algorithms.py        # writes benchmarks/results/algorithms.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import jax
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.config import resolve
+from jaxrl_fdg.profiling import write_report
+
+# Environment and vector/rollout sizes per algorithm (its defaults otherwise).
+SETTINGS = {
+    "ppo": dict(env="CartPole-v1", num_envs=4, rollout_len=128),
+    "a2c": dict(env="CartPole-v1", num_envs=8, rollout_len=5),
+    "dqn": dict(env="CartPole-v1", num_envs=4, rollout_len=4),
+    "sac": dict(env="Pendulum-v1", num_envs=4, rollout_len=8),
+    "td3": dict(env="Pendulum-v1", num_envs=4, rollout_len=8),
+    "ddpg": dict(env="Pendulum-v1", num_envs=4, rollout_len=8),
+}
+MODES = ("scan", "iteration", "fragment", "step")
+
+
+def config_for(algo: str, iterations: int, mode: str, seed: int) -> rl.TrainConfig:
+    setting = SETTINGS[algo]
+    per_iteration = setting["num_envs"] * setting["rollout_len"]
+    hparams = {}
+    spec = rl.algorithm.get(algo)
+    if "learning_starts" in {f for f in spec.hparams.__dataclass_fields__}:
+        hparams["learning_starts"] = per_iteration
+    return rl.TrainConfig(
+        algo=algo,
+        fusion=mode,
+        total_steps=iterations * per_iteration,
+        seed=seed,
+        out=None,
+        progress=False,
+        hparams=hparams,
+        **setting,
+    )
+
+
+def run_mode(config: rl.TrainConfig) -> dict:
+    s = rl.train(config).summary
+    return {k: s[k] for k in ("compile_s", "run_s", "env_steps", "steps_per_s")}
+
+
+def run_eager(config: rl.TrainConfig, iterations: int) -> dict:
+    plan = rl.make_plan("eager", rl.build_loop(resolve(config)))
+    state = plan.init(jax.random.key(config.seed))
+    state, pending = plan.advance(state, 1)  # warm-up: op-by-op compiles
+    plan.collect(pending)
+    start = time.perf_counter()
+    state, pending = plan.advance(state, iterations)
+    plan.collect(pending)
+    run_s = time.perf_counter() - start
+    steps = iterations * config.steps_per_iteration
+    return {"compile_s": None, "run_s": run_s, "env_steps": steps, "steps_per_s": steps / run_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=200, help="per compiled mode")
+    parser.add_argument("--step-iterations", type=int, default=20, help="for the step mode")
+    parser.add_argument("--eager-iterations", type=int, default=1, help="0 skips eager")
+    parser.add_argument("--algos", default=",".join(SETTINGS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "algorithms.json"))
+    args = parser.parse_args()
+
+    results: dict[str, dict] = {}
+    for algo in args.algos.split(","):
+        results[algo] = {}
+        for mode in MODES:
+            iterations = args.step_iterations if mode == "step" else args.iterations
+            print(f"{algo} {mode} ...", flush=True)
+            results[algo][mode] = run_mode(config_for(algo, iterations, mode, args.seed))
+        if args.eager_iterations > 0:
+            config = config_for(algo, args.eager_iterations + 1, "eager", args.seed)
+            results[algo]["eager"] = run_eager(config, args.eager_iterations)
+        scan = results[algo]["scan"]["steps_per_s"]
+        results[algo]["scan_vs_step"] = scan / results[algo]["step"]["steps_per_s"]
+    write_report(
+        args.out,
+        "algorithms",
+        {"settings": {a: SETTINGS[a] for a in results}, "iterations": args.iterations},
+        results,
+    )
+    header = f"{'':<6}" + "".join(f"{m:>12}" for m in (*MODES, "eager"))
+    print(header)
+    for algo, modes in results.items():
+        cells = "".join(
+            f"{modes[m]['steps_per_s']:>12,.0f}" if m in modes else f"{'—':>12}"
+            for m in (*MODES, "eager")
+        )
+        print(f"{algo:<6}{cells}")
+
+
+if __name__ == "__main__":
+    main()
