@@ -107,3 +107,8 @@ def test_bad_placements_are_rejected_before_compiling():
         rl.resolve(base.replace(placement="single", devices=2))
     with pytest.raises(rl.ConfigError, match="unknown dp_backend 'mpi'"):
         rl.resolve(base.replace(dp_backend="mpi"))
+    sac = base.replace(algo="sac", env="Pendulum-v1", devices=1)
+    with pytest.raises(rl.ConfigError, match="sac with num_critics = 2 hangs under data_parallel"):
+        rl.resolve(sac)
+    rl.resolve(sac.replace(hparams={"num_critics": 1}))
+    rl.resolve(sac.replace(dp_backend="vmap"))
