@@ -28,7 +28,6 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext
-from jaxrl_fdg.fragment import Role, fragment
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
 
@@ -216,24 +215,7 @@ def build(
         warm = exploration.warming_up(steps, hp.learning_starts)
         return steps + batch, {"action": jnp.where(warm, random, policy).astype(space.dtype)}
 
-    actor = fragment(
-        "actor",
-        Role.ACTOR,
-        act,
-        init=lambda key: jnp.zeros((), jnp.int32),
-        inputs=("observation", "params"),
-        outputs=("action",),
-    )
-    learner = fragment(
-        "learner",
-        Role.LEARNER,
-        learn,
-        init=init,
-        inputs=("batch",),
-        outputs=("metrics", "td_error"),
-        publish=lambda state: {"params": state.actor.params},
-        published=("params",),
-    )
+    actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.actor.params)
 
     def policy(params, observation):
         return env_action(mode(params, observation), ctx)

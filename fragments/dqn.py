@@ -25,7 +25,6 @@ from jaxrl_fdg import validate
 from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import Role, fragment
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, QNetwork
 
@@ -152,24 +151,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             "td_error": td_error,
         }
 
-    actor = fragment(
-        "actor",
-        Role.ACTOR,
-        act,
-        init=lambda key: jnp.zeros((), jnp.int32),
-        inputs=("observation", "params"),
-        outputs=("action",),
-    )
-    learner = fragment(
-        "learner",
-        Role.LEARNER,
-        learn,
-        init=init,
-        inputs=("batch",),
-        outputs=("metrics", "td_error"),
-        publish=lambda state: {"params": state.params},
-        published=("params",),
-    )
+    actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.params)
 
     def greedy(params, observation):
         return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)

@@ -19,7 +19,7 @@ from jaxrl_fdg import validate
 from jaxrl_fdg.algorithm import AlgorithmContext, OffPolicy, Replay
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import Role, fragment
+from jaxrl_fdg.fragment import Fragment, Role, fragment
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.replay import linear_beta, make_prioritized, make_uniform
 from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
@@ -202,3 +202,31 @@ def update_target(target: Any, online: Any, updates: jax.Array, tau: float, peri
     return optax.periodic_update(
         optax.incremental_update(online, target, tau), target, updates, period
     )
+
+
+def actor_and_learner(act: Any, init: Any, learn: Any, params: Any) -> tuple[Fragment, Fragment]:
+    """The two fragments every off-policy algorithm declares alike.
+
+    The actor's state counts the env steps taken (``act(steps, inputs, key)`` reads the
+    learner's published ``params`` and the ``observation``); the learner reads ``batch`` and
+    outputs ``metrics`` and ``td_error``, publishing ``params(state)`` for the actor.
+    """
+    actor = fragment(
+        "actor",
+        Role.ACTOR,
+        act,
+        init=lambda key: jnp.zeros((), jnp.int32),
+        inputs=("observation", "params"),
+        outputs=("action",),
+    )
+    learner = fragment(
+        "learner",
+        Role.LEARNER,
+        learn,
+        init=init,
+        inputs=("batch",),
+        outputs=("metrics", "td_error"),
+        publish=lambda state: {"params": params(state)},
+        published=("params",),
+    )
+    return actor, learner
