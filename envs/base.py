@@ -4,6 +4,11 @@ An environment is a stateless object whose methods are pure functions of their a
 environments implement the single-episode dynamics (``reset_env``, ``step_env``); the base class
 adds the time limit and the auto-reset, once, here, so no environment or wrapper repeats them.
 
+Two entry points step: ``step`` for one environment and ``step_batch`` for a batch with a leading
+axis, which takes one key for the whole batch; ``step`` is ``step_batch`` on a batch of one, so
+both share one auto-reset. ``step_batch`` is the fast path (it draws random numbers only where
+they are used); ``jax.vmap(step)`` over split keys gives the same dynamics at a higher cost.
+
 Physics parameters are a pytree argument to every call, so a sweep over them is a ``jax.vmap``
 over ``params`` rather than a recompile. Nothing here is jitted: the caller (a fusion policy)
 decides where compilation boundaries go.
@@ -12,6 +17,7 @@ decides where compilation boundaries go.
 from __future__ import annotations
 
 import abc
+import math
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
@@ -112,19 +118,56 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         action: jax.Array,
         params: TParams | None = None,
     ) -> tuple[EpisodeState[TEnvState], TimeStep]:
-        """Take one transition; when the episode ends, start the next one in the same call."""
+        """Take one transition; when the episode ends, start the next one in the same call.
+
+        The single-environment view of :meth:`step_batch`: a batch of one, so the time limit and
+        the auto-reset exist in one implementation only.
+        """
         params = self.default_params if params is None else params
-        key_step, key_reset = jax.random.split(key)
-        env_state, obs, reward, terminated = self.step_env(key_step, state.env, action, params)
+        batch = jax.tree.map(lambda x: jnp.expand_dims(x, 0), (state, jnp.asarray(action)))
+        next_state, timestep = self.step_batch(key, *batch, params)
+        return jax.tree.map(lambda x: x[0], (next_state, timestep))
+
+    def reset_batch(
+        self, key: jax.Array, num_envs: int, params: TParams | None = None
+    ) -> tuple[EpisodeState[TEnvState], TimeStep]:
+        """``num_envs`` independent episodes: :meth:`reset` over ``num_envs`` keys split from
+        ``key``. Every leaf of the state and the time step gains a leading axis of that size."""
+        params = self.default_params if params is None else params
+        return jax.vmap(self.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+
+    def step_batch(
+        self,
+        key: jax.Array,
+        state: EpisodeState[TEnvState],
+        action: jax.Array,
+        params: TParams | None = None,
+    ) -> tuple[EpisodeState[TEnvState], TimeStep]:
+        """One transition of each of a batch of environments (a leading axis on ``state`` and
+        ``action``), drawing randomness from a single ``key`` for the whole batch.
+
+        Each environment ends and restarts its own episode independently, exactly as with
+        ``jax.vmap(step)`` over split keys; only which random numbers each one receives differs
+        (see :meth:`_auto_reset` for the keys). This is the fast path, which the env fragment
+        runs: on CPU, hashing a key per environment per step and drawing a fresh initial state
+        for every environment on every step (only to discard it where no episode ended) cost
+        several times the classic-control dynamics themselves. Here per-environment step keys
+        are derived only for dynamics that use them, and initial states are drawn only for the
+        episodes that ended.
+        """
+        params = self.default_params if params is None else params
+        num_envs = jax.tree.leaves(state)[0].shape[0]
+        # ``key`` splits into a step key and a reset key. Each half is derived where it is used,
+        # so that dynamics which ignore their key, and steps on which no episode ends, draw no
+        # random numbers at all (XLA drops the unused derivations as dead code).
+        env_state, obs, reward, terminated = jax.vmap(self.step_env, in_axes=(0, 0, 0, None))(
+            _split_keys(jax.random.split(key)[0], num_envs), state.env, action, params
+        )
         time = state.time + 1
         truncated = time >= params.max_steps
         done = jnp.logical_or(terminated, truncated)
-
-        reset_state, reset_obs = self.auto_reset_env(key_reset, env_state, params)
-        next_state = EpisodeState(
-            _select(done, reset_state, env_state), jnp.where(done, 0, time).astype(jnp.int32)
-        )
-        next_obs = jnp.where(done, reset_obs, obs)
+        next_env, next_obs = self._auto_reset(key, done, env_state, obs, params)
+        next_state = EpisodeState(next_env, jnp.where(done, 0, time).astype(jnp.int32))
         timestep = TimeStep(
             next_obs,
             jnp.asarray(reward, jnp.float32),
@@ -134,6 +177,97 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         )
         return next_state, timestep
 
+    # -- the auto-reset, the one place that starts new episodes during a step ------------------
+
+    def _auto_reset(
+        self, key: jax.Array, done: jax.Array, env_state: TEnvState, obs: jax.Array, params: TParams
+    ) -> tuple[TEnvState, jax.Array]:
+        """Replace the state and observation of every environment whose episode ended (``done``,
+        shape ``[B]``) by those of a fresh episode from :meth:`auto_reset_env`.
+
+        Keys: with ``reset_keys = split(second half of key, ·)``, the k-th environment (in batch
+        order) whose episode ends in this step restarts from ``reset_keys[k]``; a batch of one
+        uses the reset key itself. Threefry's split gives the same first keys whatever the
+        number split, so this holds on every path below and their results agree bit for bit.
+
+        Only as many resets as are needed are computed, chosen by a branch on how many episodes
+        ended: none (the common case with few environments or long episodes: no random numbers
+        are drawn at all); at most :func:`_reset_slots` of them (the common case with many
+        environments: the finished environments are gathered into that many slots, reset
+        there, and read back); or more (every environment is reset and the results kept where
+        ``done``). Under a ``vmap`` of this whole call the branch becomes a select that computes
+        all three, which is still correct. Executed eagerly (op by op, outside ``jit``), the full
+        path always runs, so that the operations run are the same on every step.
+        """
+        num_envs = done.shape[0]
+        slots = _reset_slots(num_envs)
+        reset = jax.vmap(self.auto_reset_env, in_axes=(0, 0, None))
+
+        def rank_of_finished() -> jax.Array:
+            """For each environment, how many finished environments precede it."""
+            return jnp.cumsum(done, dtype=jnp.int32) - 1
+
+        def keep(key: jax.Array) -> tuple[TEnvState, jax.Array]:
+            del key
+            return env_state, obs
+
+        def reset_every_env(key: jax.Array) -> tuple[TEnvState, jax.Array]:
+            keys = _split_keys(jax.random.split(key)[1], num_envs)
+            if num_envs > 1:
+                keys = keys[jnp.maximum(rank_of_finished(), 0)]
+            reset_state, reset_obs = reset(keys, env_state, params)
+            return _select(done, (reset_state, reset_obs), (env_state, obs))
+
+        def reset_finished_envs(key: jax.Array) -> tuple[TEnvState, jax.Array]:
+            # The k-th finished environment is reset in slot k, and reads its slot back. Where
+            # the reset ignores the finished state (no stateful wrapper), XLA drops the gather
+            # into the slots as dead code.
+            rank = rank_of_finished()
+            index = (
+                jnp.zeros((slots,), jnp.int32)
+                .at[jnp.where(done, rank, slots)]
+                .set(jnp.arange(num_envs, dtype=jnp.int32), mode="drop")
+            )
+            finished = jax.tree.map(lambda x: x[index], env_state)
+            keys = _split_keys(jax.random.split(key)[1], slots)
+            reset_state, reset_obs = reset(keys, finished, params)
+            rank = jnp.clip(rank, 0, slots - 1)
+            read_back = jax.tree.map(lambda x: x[rank], (reset_state, reset_obs))
+            return _select(done, read_back, (env_state, obs))
+
+        if not isinstance(done, jax.core.Tracer):
+            return reset_every_env(key)
+        count = jnp.sum(done, dtype=jnp.int32)
+        if slots == 0:
+            return jax.lax.cond(count > 0, reset_every_env, keep, key)
+        branch = (count > 0).astype(jnp.int32) + (count > slots).astype(jnp.int32)
+        return jax.lax.switch(branch, (keep, reset_finished_envs, reset_every_env), key)
+
+
+def _reset_slots(num_envs: int) -> int:
+    """How many finished episodes one step resets through the gathered path (0: no such path).
+
+    Sized so that a batch whose episodes last 16 steps or more on average (the number of
+    episodes ending in a step then has mean at most ``num_envs / 16``) rarely overflows it: four
+    standard deviations above that mean. Steps that end more episodes (environments truncated in
+    lock-step, as they are when every episode runs to the time limit) take the full path. Below
+    64 environments the gather saves too little to pay for itself.
+    """
+    if num_envs < 64:
+        return 0
+    mean = num_envs / 16
+    return min(num_envs, int(mean + 4 * math.sqrt(mean)) + 1)
+
+
+def _split_keys(key: jax.Array, num: int) -> jax.Array:
+    """``num`` keys from ``key``; a batch of one uses ``key`` itself rather than hashing again."""
+    return key[None] if num == 1 else jax.random.split(key, num)
+
 
 def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
-    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+    """Leaf-wise ``where(pred, a, b)`` with ``pred`` ``[B]`` broadcast over trailing axes."""
+
+    def where(a: jax.Array, b: jax.Array) -> jax.Array:
+        return jnp.where(pred.reshape(pred.shape + (1,) * (jnp.ndim(b) - pred.ndim)), a, b)
+
+    return jax.tree.map(where, on_true, on_false)

@@ -42,15 +42,15 @@ def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env"
     any reset) and, where the episode ended, its ``episode_return`` and ``episode_length``
     (valid only where ``terminated | truncated``). It publishes ``observation``.
     """
-    reset = jax.vmap(env.reset, in_axes=(0, None))
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
+    # The batch-level entry points draw randomness once per step for the whole batch rather
+    # than through one key per environment, which is most of the cost of a classic-control step.
     def init(key: jax.Array) -> tuple[EpisodeState, jax.Array]:
-        env_state, timestep = reset(jax.random.split(key, num_envs), params)
+        env_state, timestep = env.reset_batch(key, num_envs, params)
         return env_state, timestep.observation
 
     def step_batch(env_state: EpisodeState, action: jax.Array, key: jax.Array):
-        return step(jax.random.split(key, num_envs), env_state, action, params)
+        return env.step_batch(key, env_state, action, params)
 
     return batched_env_fragment(name, num_envs, init, step_batch)
 

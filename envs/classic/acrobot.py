@@ -72,9 +72,11 @@ class Acrobot(Environment[AcrobotState, AcrobotParams]):
             raise ValueError(f"book_or_nips must be 'book' or 'nips', got {p.book_or_nips!r}")
         # gymnasium's AVAIL_TORQUE = [-1, 0, +1], indexed by the action.
         torque = jnp.asarray(action, jnp.float32) - 1.0
-        torque = torque + jax.random.uniform(
-            key, (), jnp.float32, -p.torque_noise_max, p.torque_noise_max
-        )
+        # With the default noise of exactly 0 known at trace time, skip the draw: it would add 0,
+        # and drawing is most of the cost of a step. A traced (swept) noise level is always drawn.
+        noise = p.torque_noise_max
+        if not (isinstance(noise, int | float) and noise == 0):
+            torque = torque + jax.random.uniform(key, (), jnp.float32, -noise, noise)
 
         s = jnp.stack(state).astype(jnp.float32)
         # gymnasium's rk4 over the time grid [0, dt]: exactly one classical RK4 step.
