@@ -13,19 +13,35 @@ import numpy as np
 import pytest
 
 from jaxrl_fdg.envs import EpisodeState
-from jaxrl_fdg.envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, make_brax
+from jaxrl_fdg.envs.brax_adapter import BACKENDS, BraxEnv, make_brax, with_physics
 
 MAX_STEPS = 20
 
 
 @pytest.fixture(scope="module")
 def pendulum():
-    """inverted_pendulum on MJX with jitted reset/step, and Brax's own step jitted alongside."""
+    """inverted_pendulum on MJX with jitted reset/step, and Brax's own step jitted alongside.
+
+    Brax's step takes the system as an argument, set on a Brax environment of its own the way
+    Brax's ``DomainRandomizationVmapWrapper`` does, so one compiled function serves every system.
+    """
+    from brax.envs import get_environment
+
     env = make_brax("inverted_pendulum")
-    params = BraxParams(max_steps=MAX_STEPS)
+    params = env.default_params.replace(max_steps=MAX_STEPS)
     reset = jax.jit(env.reset)
     step = jax.jit(env.step)
-    brax_step = jax.jit(env.brax_env.step)
+    reference = get_environment("inverted_pendulum", backend="mjx")
+    built_with = reference.sys
+
+    @jax.jit
+    def brax_step(sys, brax_state, action):
+        reference.sys = sys
+        try:
+            return reference.step(brax_state, action)
+        finally:
+            reference.sys = built_with
+
     return env, params, reset, step, brax_step
 
 
@@ -59,7 +75,7 @@ def test_step_equals_brax_step(pendulum):
     # Small actions keep the pole up for these steps, so no auto-reset hides the comparison.
     for t, a in enumerate([0.1, -0.2, 0.05, 0.0, -0.1]):
         action = jnp.array([a], jnp.float32)
-        expected = brax_step(state.env.brax_state, action)
+        expected = brax_step(params.sys, state.env.brax_state, action)
         state, ts = step(jax.random.key(10 + t), state, action, params)
         assert not bool(ts.terminated) and not bool(ts.truncated)
         np.testing.assert_allclose(ts.observation, expected.obs, rtol=1e-6, atol=1e-6)
@@ -67,6 +83,33 @@ def test_step_equals_brax_step(pendulum):
         np.testing.assert_allclose(ts.reward, expected.reward, rtol=1e-6)
         assert bool(ts.terminated) == bool(expected.done)
         np.testing.assert_allclose(state.env.brax_state.pipeline_state.q, expected.pipeline_state.q)
+
+
+def test_params_system_is_the_one_stepped_without_recompiling(pendulum):
+    """A changed system (a third of Earth's gravity, pole twice as heavy) runs through the
+    compiled step of the default one, differs from it, and equals Brax's step with that system."""
+    env, params, reset, step, brax_step = pendulum
+    changed = with_physics(params, gravity=(0.0, 0.0, -3.0), mass_scale=jnp.array([1, 1, 2]))
+    actions = [jnp.array([a], jnp.float32) for a in (0.1, -0.2, 0.05, 0.0, -0.1)]
+    keys = [jax.random.key(10 + t) for t in range(len(actions))]
+
+    start, _ = reset(jax.random.key(3), params)
+    default = start
+    for key, action in zip(keys, actions, strict=True):
+        default, _ = step(key, default, action, params)
+    compiled = step._cache_size(), reset._cache_size()
+
+    # The same start for both systems: Brax's reset reads only init_q from the system.
+    other, _ = reset(jax.random.key(3), changed)
+    np.testing.assert_array_equal(other.env.brax_state.obs, start.env.brax_state.obs)
+    for key, action in zip(keys, actions, strict=True):
+        expected = brax_step(changed.sys, other.env.brax_state, action)
+        other, ts = step(key, other, action, changed)
+        assert not bool(ts.terminated)
+        np.testing.assert_allclose(ts.observation, expected.obs, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(ts.reward, expected.reward, rtol=1e-6)
+    assert np.abs(other.env.brax_state.obs - default.env.brax_state.obs).max() > 1e-4
+    assert (step._cache_size(), reset._cache_size()) == compiled
 
 
 def test_truncation_at_max_steps(pendulum):
@@ -79,15 +122,16 @@ def test_truncation_at_max_steps(pendulum):
     untimed, ts_untimed = step(key, state, action, params)
     assert not bool(ts_untimed.truncated) and int(untimed.time) == 1
 
-    last = EpisodeState(state.env, jnp.int32(MAX_STEPS - 1))
+    # Derived from the reset state, so placed like it: an argument placed differently recompiles.
+    last = EpisodeState(state.env, state.time + (MAX_STEPS - 1))
     next_state, ts = step(key, last, action, params)
     assert bool(ts.truncated) and not bool(ts.terminated)
     assert int(next_state.time) == 0
     np.testing.assert_array_equal(ts.final_observation, ts_untimed.observation)
-    # The observation is the first of a new episode, reset from the base class's reset key.
-    _, fresh = reset(jax.random.split(key)[1], params)
-    np.testing.assert_array_equal(ts.observation, fresh.observation)
-    np.testing.assert_array_equal(next_state.env.brax_state.obs, fresh.observation)
+    # The observation is the first of a new episode (which key the base class draws it from is
+    # the base class's business), and the new Brax state is that episode's.
+    assert _is_fresh_start(ts.observation)
+    np.testing.assert_array_equal(next_state.env.brax_state.obs, ts.observation)
     assert not np.array_equal(ts.observation, ts.final_observation)
 
 
@@ -108,12 +152,16 @@ def test_termination_when_pole_falls_then_auto_reset(pendulum):
     assert int(prev.time) < MAX_STEPS - 1 and not bool(ts.truncated)
     # Brax terminates once the pole angle (obs[1]) leaves ±0.2 rad.
     assert abs(float(ts.final_observation[1])) > 0.2
-    # Auto-reset: a fresh episode from the step's reset key, counter back at zero.
-    _, fresh = reset(jax.random.split(sub)[1], params)
-    np.testing.assert_array_equal(ts.observation, fresh.observation)
+    # Auto-reset: a fresh episode, counter back at zero.
+    assert _is_fresh_start(ts.observation)
+    np.testing.assert_array_equal(state.env.brax_state.obs, ts.observation)
     assert int(state.time) == 0
     assert float(state.env.brax_state.done) == 0.0
-    assert abs(float(ts.observation[1])) <= 0.01  # Brax resets within ±0.01 rad
+
+
+def _is_fresh_start(observation) -> bool:
+    """Brax's inverted_pendulum starts every q and qd (the observation) within ±0.01 of zero."""
+    return bool(np.all(np.abs(np.asarray(observation)) <= 0.01))
 
 
 def test_vmap_over_four_envs(pendulum):
