@@ -84,7 +84,7 @@ def _space(space: Any) -> Space:
 def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env") -> Fragment:
     """``num_envs`` host environments as an env fragment (same edges as the JAX env fragment;
     the state's ``env`` field holds the handle of this run's simulators)."""
-    obs_space, act_space = simulator.observation_space, simulator.action_space
+    obs_space = simulator.observation_space
     obs_shape = (num_envs, *obs_space.shape)
     obs_struct = jax.ShapeDtypeStruct(obs_shape, jnp.float32)
     batch = (num_envs,)
@@ -98,18 +98,7 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
         return np.int32(handle), np.asarray(obs, np.float32).reshape(obs_shape)
 
     def host_step(handle, actions):
-        envs = _SIMULATORS[int(handle)]
-        actions = np.asarray(actions)
-        if isinstance(act_space, Discrete):
-            actions = actions.astype(np.int64)
-        out_obs, final = np.empty(obs_shape, np.float32), np.empty(obs_shape, np.float32)
-        rewards = np.empty(batch, np.float32)
-        terminated, truncated = np.empty(batch, np.bool_), np.empty(batch, np.bool_)
-        for i, env in enumerate(envs):
-            obs, rewards[i], terminated[i], truncated[i], _ = env.step(actions[i])
-            final[i] = obs
-            out_obs[i] = env.reset()[0] if terminated[i] or truncated[i] else obs
-        return out_obs, rewards, terminated, truncated, final
+        return step_simulators(simulator, handle, actions)
 
     def init(key):
         seed = jax.random.randint(key, (), 0, 2**30)
@@ -132,6 +121,33 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
         return handle, TimeStep(obs, reward, terminated, truncated, final)
 
     return batched_env_fragment(name, num_envs, init, step, placement="host")
+
+
+def step_simulators(
+    simulator: HostSimulator, handle: Any, actions: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One step of the environments behind ``handle`` on the host, in Python.
+
+    Returns numpy arrays ``(observation, reward, terminated, truncated, final observation)`` of
+    ``[B, ...]``; an environment whose episode ended is reset in the same step (``observation`` is
+    the new episode's first, ``final observation`` the ended one's last). The env fragment calls
+    this through an ``io_callback``; a plan that steps the simulators itself (the ``host_env``
+    placement) calls it directly, so both compute the same step.
+    """
+    envs = _SIMULATORS[int(handle)]
+    batch = (len(envs),)
+    obs_shape = (*batch, *simulator.observation_space.shape)
+    actions = np.asarray(actions)
+    if isinstance(simulator.action_space, Discrete):
+        actions = actions.astype(np.int64)
+    out_obs, final = np.empty(obs_shape, np.float32), np.empty(obs_shape, np.float32)
+    rewards = np.empty(batch, np.float32)
+    terminated, truncated = np.empty(batch, np.bool_), np.empty(batch, np.bool_)
+    for i, env in enumerate(envs):
+        obs, rewards[i], terminated[i], truncated[i], _ = env.step(actions[i])
+        final[i] = obs
+        out_obs[i] = env.reset()[0] if terminated[i] or truncated[i] else obs
+    return out_obs, rewards, terminated, truncated, final
 
 
 def close(handle: int) -> None:

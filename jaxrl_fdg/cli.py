@@ -39,9 +39,13 @@ _RUN_FLAGS = {
     "eval_every": "env steps between evaluations of the deterministic policy (0: none)",
     "eval_episodes": "episodes per evaluation",
     "num_seeds": "independent runs (seeds seed, seed+1, ...) in one vmapped program",
-    "placement": "where fragments run: single | data_parallel",
-    "devices": "shards of a data_parallel run, one per device",
+    "placement": "where fragments run: single | data_parallel | actor_learner | host_env",
+    "devices": "devices: data_parallel shards, one per device; actor_learner uses 2",
     "dp_backend": "data_parallel backend: shard_map | pmap | vmap (all shards on one device)",
+    "policy_lag": "1: learn from the rollout collected one iteration earlier (asynchronous actors)",
+    "coordinator": "host:port of process 0, for a data_parallel run across processes",
+    "num_processes": "processes of a data_parallel run across processes (1: this one alone)",
+    "process_id": "this process's index, 0 .. num_processes - 1 (0 writes the run folder)",
 }
 
 
@@ -130,7 +134,7 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     for name, help_text in _RUN_FLAGS.items():
         kind = (
             str
-            if name in ("out", "run_name", "profile", "placement", "dp_backend")
+            if name in ("out", "run_name", "profile", "placement", "dp_backend", "coordinator")
             else hints[name]
         )
         run.add_argument(

@@ -9,6 +9,7 @@ Derived numbers (iterations, batch size) are computed, never written back.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import tomllib
 import typing
@@ -20,7 +21,9 @@ import tomli_w
 import yaml
 
 from jaxrl_fdg import algorithm as algorithms
-from jaxrl_fdg import envs, validate
+from jaxrl_fdg import distributed, envs, validate
+from jaxrl_fdg.actor_learner import DEVICES as ACTOR_LEARNER_DEVICES
+from jaxrl_fdg.actor_learner import LAGS, actor_learner_devices
 from jaxrl_fdg.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fusion import FUSION_MODES
@@ -44,6 +47,12 @@ NOT_COMPUTED = (
     "debug_nans",
     "eval_every",
     "eval_episodes",
+    # How the processes of a run are wired together, not what they compute (a run over P
+    # processes computes what one process with as many shards computes); process_id differs
+    # between the processes of one run.
+    "coordinator",
+    "num_processes",
+    "process_id",
 )
 
 
@@ -81,12 +90,27 @@ class TrainConfig:
       num_seeds: independent runs with seeds ``seed, seed + 1, ...`` in one program (vmapped);
         each computes what the run with its seed alone computes. Per-seed metrics go to
         ``seed-<seed>/`` inside the run folder; the run's own rows average over seeds.
-      placement: ``single`` (one device) or ``data_parallel`` (``num_envs`` split into ``devices``
-        shards, gradients averaged across them; see ``jaxrl_fdg.placement``).
-      devices: shards of a data-parallel run, one per device.
+      placement: ``single`` (one device); ``data_parallel`` (``num_envs`` split into ``devices``
+        shards, gradients averaged across them; see ``jaxrl_fdg.placement``); ``actor_learner``
+        (the rollout on one device, the learner on another; ``jaxrl_fdg.actor_learner``); or
+        ``host_env`` (a host simulator's batch in two halves, stepped on the host while the
+        device acts for the other half; ``jaxrl_fdg.host_pipeline``).
+      devices: shards of a data-parallel run, one per device; 2 for ``actor_learner``.
       dp_backend: how shards run: ``shard_map`` (default), ``pmap``, or ``vmap`` (every shard on
         one device: the reference a multi-device run equals).
-      hparams: overrides of the algorithm's hyperparameters, by field name.
+      coordinator: ``host:port`` of process 0, which every process of a run across processes
+        connects to (``jaxrl_fdg.distributed``); not used with one process.
+      num_processes: processes that run one data-parallel program together (1: this one alone);
+        their devices form one mesh, and ``devices`` counts them all.
+      process_id: this process's index, ``0 .. num_processes - 1``; process 0 writes the run
+        folder.
+      policy_lag: 0, or 1 to learn from the rollout collected one iteration earlier, so that
+        collecting and learning overlap (asynchronous actors with placement ``actor_learner``;
+        see ``jaxrl_fdg.loop.LaggedLoop``).
+      hparams: overrides of the algorithm's hyperparameters, by field name. A list of values
+        for a float hyperparameter (``"1e-3,3e-4"`` on the command line) sweeps it: one run
+        per value (per combination, for several lists) and per seed, all in one vmapped
+        program (see :func:`lanes`).
     """
 
     algo: str = "ppo"
@@ -111,6 +135,10 @@ class TrainConfig:
     placement: str = "single"
     devices: int = 1
     dp_backend: str = "shard_map"
+    coordinator: str | None = None
+    num_processes: int = 1
+    process_id: int = 0
+    policy_lag: int = 0
     hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -132,7 +160,8 @@ class TrainConfig:
 
 
 class Resolved(NamedTuple):
-    """A validated configuration and what it names."""
+    """A validated configuration and what it names. ``hparams`` holds the first value of each
+    swept hyperparameter; ``sweep`` the values of each (empty without a sweep)."""
 
     config: TrainConfig
     spec: AlgorithmSpec
@@ -140,6 +169,31 @@ class Resolved(NamedTuple):
     env: envs.Environment
     env_params: Any
     context: AlgorithmContext
+    sweep: dict[str, tuple[float, ...]] = {}
+
+
+class Lane(NamedTuple):
+    """One of the runs a configuration asks for: its seed and its swept hyperparameters."""
+
+    seed: int
+    point: dict[str, float]
+
+    @property
+    def name(self) -> str:
+        """The lane's folder name inside the run folder, e.g. ``lr=0.001-seed-0``."""
+        return "-".join([*(f"{k}={v:g}" for k, v in self.point.items()), f"seed-{self.seed}"])
+
+
+def lanes(config: TrainConfig, spec: AlgorithmSpec | None = None) -> list[Lane]:
+    """The runs ``config`` describes, in the order of the vmapped axis: each combination of the
+    swept values (the first hyperparameter varying slowest), and within it each seed."""
+    spec = spec if spec is not None else algorithms.get(config.algo)
+    _, sweep = split_sweep(spec, config.hparams)
+    points = [
+        dict(zip(sweep, values, strict=True)) for values in itertools.product(*sweep.values())
+    ]
+    seeds = range(config.seed, config.seed + config.num_seeds)
+    return [Lane(seed, point) for point in points for seed in seeds]
 
 
 def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
@@ -151,10 +205,11 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
             f"total_steps = {config.total_steps} is less than one iteration "
             f"(num_envs × rollout_len = {config.steps_per_iteration})"
         )
-    if env_params is None and config.num_seeds > 1:
+    runs = len(lanes(config, spec))
+    if env_params is None and runs > 1:
         raise ConfigError(
-            f"num_seeds = {config.num_seeds} needs a JAX environment; {config.env} is a host "
-            "simulator (run one process per seed instead)"
+            f"{_runs(config, runs)} need a JAX environment; {config.env} is a host simulator "
+            "(run one process per seed instead)"
         )
     if env_params is None:  # a host simulator knows its spaces itself
         spaces = env.observation_space, env.action_space
@@ -168,15 +223,29 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
         num_iterations=config.num_iterations,
         hparams=hparams,
     )
+    if config.placement != "single" and runs > 1:
+        raise ConfigError(
+            f"placement {config.placement!r} and {_runs(config, runs)} cannot be combined; "
+            "the runs of a sweep or of several seeds share placement 'single'"
+        )
     if config.placement == "data_parallel":
         context = _data_parallel(config, context, host=env_params is None)
+    elif config.placement == "actor_learner":
+        _actor_learner(config, host=env_params is None)
+    elif config.placement == "host_env":
+        _host_env(config, host=env_params is None)
     elif config.devices > 1:
         raise ConfigError(
             f"devices = {config.devices} needs placement 'data_parallel' (valid placements: "
             f"{', '.join(PLACEMENTS)})"
         )
     spec.check(context)
-    return Resolved(config, spec, hparams, env, env_params, context)
+    _, sweep = split_sweep(spec, config.hparams)
+    return Resolved(config, spec, hparams, env, env_params, context, sweep)
+
+
+def _runs(config: TrainConfig, runs: int) -> str:
+    return f"{runs} runs (num_seeds = {config.num_seeds} × the hyperparameter sweep)"
 
 
 def _check_values(
@@ -206,9 +275,53 @@ def _check_values(
     validate.choice("placement", config.placement, PLACEMENTS)
     validate.positive_int("devices", config.devices)
     validate.choice("dp_backend", config.dp_backend, BACKENDS)
+    distributed.check_processes(config)
+    validate.choice("policy_lag", config.policy_lag, LAGS)
+    if config.policy_lag and config.placement not in ("single", "actor_learner"):
+        raise ConfigError(
+            f"policy_lag = {config.policy_lag} needs placement 'single' or 'actor_learner' "
+            f"(got {config.placement!r})"
+        )
     if not isinstance(config.seed, int) or isinstance(config.seed, bool):
         raise ConfigError(f"seed must be an integer, got {config.seed!r}")
-    return spec, make_hparams(spec, config.hparams)
+    fixed, sweep = split_sweep(spec, config.hparams)
+    for name, values in sweep.items():  # each swept value is checked like a single one
+        for value in values:
+            make_hparams(spec, {**fixed, name: value})
+    return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in sweep.items()}})
+
+
+def split_sweep(
+    spec: AlgorithmSpec, overrides: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, tuple[float, ...]]]:
+    """``(single overrides, {swept hyperparameter: its values})``.
+
+    A list, or a comma-separated string, given for a float hyperparameter is a sweep. Only
+    floats can be swept in one program: they enter the computation as values, while the others
+    (sizes, counts, switches, names) decide the program's shape or structure.
+    """
+    fields = {f.name for f in dataclasses.fields(spec.hparams)}
+    hints = typing.get_type_hints(spec.hparams)
+    fixed, sweep = {}, {}
+    for name, value in overrides.items():
+        values = value.split(",") if isinstance(value, str) and "," in value else value
+        many = isinstance(values, (list, tuple)) and not isinstance(values, str)
+        if not many or name not in fields or typing.get_origin(hints[name]) is tuple:
+            fixed[name] = value
+            continue
+        if hints[name] is not float:
+            raise ConfigError(
+                f"hyperparameter {name} = {value!r}: only float hyperparameters can be swept in "
+                f"one program ({name} is {getattr(hints[name], '__name__', hints[name])}: it "
+                "shapes the program); run one configuration per value instead"
+            )
+        values = tuple(coerce(name, v, float) for v in values)
+        if len(values) < 1 or len(set(values)) != len(values):
+            raise ConfigError(
+                f"hyperparameter {name} = {value!r}: a sweep needs distinct values, at least one"
+            )
+        sweep[name] = values
+    return fixed, sweep
 
 
 def _data_parallel(config: TrainConfig, context: AlgorithmContext, host: bool) -> AlgorithmContext:
@@ -217,9 +330,8 @@ def _data_parallel(config: TrainConfig, context: AlgorithmContext, host: bool) -
         raise ConfigError(
             f"data_parallel needs a JAX environment; {config.env} is a host simulator"
         )
-    if config.num_seeds > 1:
-        raise ConfigError("data_parallel and num_seeds > 1 cannot be combined (yet); pick one")
     validate.divides("devices", config.devices, "num_envs", config.num_envs)
+    distributed.check_mesh(config)
     devices = check_devices(config.devices, config.dp_backend)
     critics = getattr(context.hparams, "num_critics", 1)
     if config.dp_backend != "vmap" and devices[0].platform == "cpu" and critics > 1:
@@ -231,6 +343,58 @@ def _data_parallel(config: TrainConfig, context: AlgorithmContext, host: bool) -
     return dataclasses.replace(
         context, num_envs=config.num_envs // config.devices, mean_gradients=mean_over_shards
     )
+
+
+def _actor_learner(config: TrainConfig, host: bool) -> None:
+    """The actors on one device, the learner on another (``jaxrl_fdg.actor_learner``)."""
+    if host:
+        raise ConfigError(
+            f"actor_learner needs a JAX environment; {config.env} is a host simulator "
+            "(placement 'host_env' runs host simulators)"
+        )
+    if config.fusion != "fragment":
+        raise ConfigError(
+            f"placement actor_learner compiles the rollout and the learner apart, one per device: "
+            f"fusion must be 'fragment' (got {config.fusion!r})"
+        )
+    if config.devices != ACTOR_LEARNER_DEVICES:
+        raise ConfigError(
+            f"placement actor_learner uses {ACTOR_LEARNER_DEVICES} devices (actors, learner); "
+            f"got devices = {config.devices}"
+        )
+    actor_learner_devices()
+
+
+def _host_env(config: TrainConfig, host: bool) -> None:
+    """Host simulators in two halves, stepped on the host while the device computes the other
+    half's actions (``jaxrl_fdg.host_pipeline``)."""
+    from jaxrl_fdg.host_pipeline import FUSION_MODES as HOST_ENV_FUSION_MODES
+
+    if not host:
+        raise ConfigError(
+            f"placement 'host_env' steps host simulators: env must be gym/<id> (any gymnasium "
+            f"environment), got {config.env!r}; JAX environments run on the device (placement "
+            "'single')"
+        )
+    if config.num_envs % 2:
+        raise ConfigError(
+            f"placement 'host_env' splits the envs into two halves: num_envs must be even "
+            f"(valid: 2, 4, 6, ...), got {config.num_envs}"
+        )
+    if config.devices != 1:
+        raise ConfigError(
+            f"placement 'host_env' runs the actor and the learner on one device: devices must "
+            f"be 1, got {config.devices}"
+        )
+    if config.num_seeds != 1:
+        raise ConfigError(
+            f"placement 'host_env' runs one seed: num_seeds must be 1, got {config.num_seeds}"
+        )
+    if config.fusion not in HOST_ENV_FUSION_MODES:
+        raise ConfigError(
+            f"placement 'host_env' runs fusion 'step' (double-buffered) or a fused mode "
+            f"(valid: {', '.join(HOST_ENV_FUSION_MODES)}), got {config.fusion!r}"
+        )
 
 
 def _environment(name: str) -> tuple[Any, Any]:
@@ -386,6 +550,7 @@ def to_mapping(resolved: Resolved) -> dict[str, Any]:
         k: list(v) if isinstance(v, tuple) else v
         for k, v in dataclasses.asdict(resolved.hparams).items()
     }
+    data["hparams"].update({k: list(v) for k, v in resolved.sweep.items()})
     # The run folder's own name is not part of what the run computes: a re-run gets a new one.
     data.pop("run_name")
     # TOML has no null: leave unset optional values out; loading restores the default (None).

@@ -58,12 +58,24 @@ class RolloutCarry(NamedTuple):
     key: jax.Array
 
 
+class Pending(NamedTuple):
+    """A rollout collected but not yet learned from (see :class:`LaggedLoop`): the trajectory,
+    its learn key, and ``version``, the number of updates the parameters that collected it had
+    had."""
+
+    trajectory: Transition
+    key: jax.Array
+    version: jax.Array
+
+
 class LoopState(NamedTuple):
-    """The graph state (``{fragment name: state}``), the key stream and the iteration counter."""
+    """The graph state (``{fragment name: state}``), the key stream and the iteration counter;
+    ``pending`` holds the rollout a :class:`LaggedLoop` learns from next (``None`` otherwise)."""
 
     fragments: dict[str, Any]
     key: jax.Array
     iteration: jax.Array
+    pending: Pending | None = None
 
 
 class Loop:
@@ -169,13 +181,19 @@ class Loop:
     def stack(transitions: list[Transition]) -> Transition:
         return jax.tree.map(lambda *xs: jnp.stack(xs), *transitions)
 
-    def rollout(self, state: LoopState) -> tuple[LoopState, Transition, jax.Array]:
+    def rollout(
+        self, state: LoopState, fixed: dict | None = None
+    ) -> tuple[LoopState, Transition, jax.Array]:
         """``begin``, then ``rollout_len`` steps in a ``lax.scan``.
 
+        ``fixed``: the learner's published edges, when ``state`` holds only the actor's side (an
+        actor/learner placement); read from ``state`` otherwise.
         Returns ``(state, trajectory, learn key)``.
         """
         state, k_rollout, k_learn = self.begin(state)
-        step = functools.partial(self.rollout_step, self.fixed_edges(state.fragments))
+        if fixed is None:
+            fixed = self.fixed_edges(state.fragments)
+        step = functools.partial(self.rollout_step, fixed)
         carry, trajectory = jax.lax.scan(
             step, self.rollout_carry(state.fragments, k_rollout), length=self.rollout_len
         )
@@ -198,7 +216,7 @@ class Loop:
             states = {**states, self.learner.name: learner_state}
             metrics = out["metrics"]
         metrics = {**metrics, **episode_metrics(trajectory)}
-        return LoopState(states, state.key, state.iteration + 1), metrics
+        return state._replace(fragments=states, iteration=state.iteration + 1), metrics
 
     def _learn_from_replay(self, state: LoopState, trajectory: Transition, key: jax.Array):
         """Store the rollout, then ``updates_per_iteration`` rounds of sample → update → new
@@ -255,11 +273,67 @@ class Loop:
     # -- helpers -----------------------------------------------------------------------------
 
     def published_edges(self, states: dict) -> dict[str, Any]:
-        """Every edge the fragments publish from their current state (no computation)."""
+        """Every edge the fragments in ``states`` publish from their current state (no
+        computation). ``states`` may hold one side only (the learner's, on its own devices)."""
         edges: dict[str, Any] = {}
         for frag in self.fragments:
-            edges.update(published(frag, states[frag.name]))
+            if frag.name in states:
+                edges.update(published(frag, states[frag.name]))
         return edges
+
+    @property
+    def learner_side(self) -> tuple[str, ...]:
+        """The fragments an actor/learner placement keeps with the learner (replay included);
+        the env and the actor stay with the actors."""
+        return tuple(f.name for f in self.fragments if f not in (self.env_frag, self.actor))
+
+
+class LaggedLoop:
+    """A :class:`Loop` whose learner trains on the rollout collected one iteration earlier.
+
+    Iteration ``i`` collects rollout ``i + 1`` with the parameters of iteration ``i`` while the
+    learner trains on rollout ``i``: the two no longer depend on each other, so an actor/learner
+    placement runs them at the same time on different devices. The policy lag is bounded by one
+    iteration's updates and reported as metric ``policy_lag`` (updates between the parameters
+    that collected the trajectory and those that start learning from it). The learner corrects
+    for it as the algorithm already does for its own epochs: PPO's ratio is taken against the
+    behaviour policy's stored log-probabilities and clipped; off-policy learners learn from
+    replay regardless.
+
+    ``init`` collects the first rollout (``num_envs × rollout_len`` env steps more than the
+    iterations count). The pending rollout is part of :class:`LoopState`, so checkpoints and
+    resumes carry it.
+    """
+
+    def __init__(self, loop: Loop):
+        self.loop = loop
+
+    def init(self, key: jax.Array) -> LoopState:
+        state = self.loop.init(key)
+        state, trajectory, k_learn = self.loop.rollout(state)
+        return state._replace(pending=Pending(trajectory, k_learn, state.iteration))
+
+    def learn(
+        self, state: LoopState, trajectory: Transition, key: jax.Array
+    ) -> tuple[LoopState, Metrics]:
+        """Learn from the pending rollout; ``trajectory`` (just collected) becomes pending."""
+        collected = Pending(trajectory, key, state.iteration)
+        state, metrics = self.learn_pending(state._replace(pending=None), state.pending)
+        return state._replace(pending=collected), metrics
+
+    def learn_pending(self, state: LoopState, pending: Pending) -> tuple[LoopState, Metrics]:
+        """The learner's step on ``pending`` (``state`` may hold the learner's side only)."""
+        lag = (state.iteration - pending.version).astype(jnp.float32)
+        state, metrics = self.loop.learn(state, pending.trajectory, pending.key)
+        return state, {**metrics, "policy_lag": lag}
+
+    def iteration(self, state: LoopState, _: Any = None) -> tuple[LoopState, Metrics]:
+        state, trajectory, k_learn = self.loop.rollout(state)
+        return self.learn(state, trajectory, k_learn)
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else (begin, act, env_step, rollout, edge plumbing, graph, ...) as the loop.
+        return getattr(self.loop, name)
 
 
 def iterations_done(state: LoopState) -> int:
@@ -281,4 +355,12 @@ def episode_metrics(trajectory: Transition) -> Metrics:
     return metrics
 
 
-__all__ = ["ENV_OUTPUTS", "Loop", "LoopState", "Transition", "episode_metrics"]
+__all__ = [
+    "ENV_OUTPUTS",
+    "LaggedLoop",
+    "Loop",
+    "LoopState",
+    "Pending",
+    "Transition",
+    "episode_metrics",
+]

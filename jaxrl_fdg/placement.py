@@ -15,6 +15,10 @@ Three backends run the same per-shard code:
 * ``vmap``: all shards on one device, vmapped with a named axis. With ``N`` shards of ``E``
   environments it computes what ``N`` devices with ``E`` environments each compute: the
   reference that multi-device runs are tested against, runnable anywhere.
+
+Under ``shard_map`` the mesh may span processes (``jaxrl_fdg.distributed``). What the host reads
+back (the iteration counter and the reduced metrics) is therefore kept whole on every device, so
+that every process can read it without a collective of its own.
 """
 
 from __future__ import annotations
@@ -29,11 +33,17 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.loop import Loop
+from jaxrl_fdg.loop import Loop, LoopState
 
-PLACEMENTS = ("single", "data_parallel")
+PLACEMENTS = ("single", "data_parallel", "actor_learner", "host_env")
 BACKENDS = ("shard_map", "pmap", "vmap")
 AXIS = "shards"
+# How ``shard_map`` lays out what a shard computes: per shard (split along the leading shard axis),
+# or the same on every shard and kept whole on every device (readable by every process when the
+# mesh spans several): the iteration counter and the metrics, which the host reads back.
+_SHARDED = PartitionSpec(AXIS)
+_REPLICATED = PartitionSpec()
+_STATE = LoopState(fragments=_SHARDED, key=_SHARDED, iteration=_REPLICATED, pending=_SHARDED)
 _SUMMED = ("episodes", "episode_return_sum", "episode_length_sum")
 
 
@@ -69,30 +79,52 @@ class ShardedLoop:
         self.loop, self.num_shards, self.backend = loop, shards, backend
         self._devices = check_devices(shards, backend)
         wrap = self._wrapper()
-        for name in ("begin", "act", "env_step", "stack", "rollout"):
-            setattr(self, name, wrap(getattr(loop, name)))
-        self._init = wrap(self._init_shard)
-        self._learn = wrap(lambda *args: self._reduced(loop.learn(*args)))
-        self._iteration = wrap(lambda state: self._reduced(loop.iteration(state)))
+        for name in ("act", "env_step", "stack"):
+            setattr(self, name, wrap(getattr(loop, name), _SHARDED))
+        for name in ("begin", "rollout"):  # (state, ..., key)
+            setattr(self, name, wrap(getattr(loop, name), (_STATE, _SHARDED, _SHARDED)))
+        self._init = wrap(self._init_shard, _STATE)
+        learned = (_STATE, _REPLICATED)  # (state, metrics reduced over shards)
+        self._learn = wrap(lambda *args: self._reduced(loop.learn(*args)), learned)
+        self._iteration = wrap(lambda state: self._reduced(loop.iteration(state)), learned)
 
-    def _wrapper(self) -> Callable[[Callable], Callable]:
+    def _wrapper(self) -> Callable[[Callable, Any], Callable]:
+        """``wrap(f, out_specs)``: ``f`` run on every shard. ``out_specs`` (``shard_map`` only)
+        says which outputs are per shard and which are the same on every shard."""
         if self.backend == "vmap":
-            return lambda f: jax.vmap(f, axis_name=AXIS)
+            return lambda f, _: jax.vmap(f, axis_name=AXIS)
         if self.backend == "pmap":
-            return lambda f: jax.pmap(f, axis_name=AXIS, devices=self._devices)
+            return lambda f, _: jax.pmap(f, axis_name=AXIS, devices=self._devices)
         mesh = Mesh(np.array(self._devices), (AXIS,))
+        shards = self.num_shards
 
-        def wrap(f: Callable) -> Callable:
-            def per_shard(*args):  # each device sees its block [1, ...] of every leaf
+        def wrap(f: Callable, out_specs: Any) -> Callable:
+            def per_shard(*args):
+                # Each device sees its block [1, ...] of a per-shard leaf and the whole [shards,
+                # ...] of a replicated one: row 0 is its own value either way.
                 out = f(*jax.tree.map(lambda x: x[0], args))
-                return jax.tree.map(lambda x: x[None], out)
+                return _map_specs(
+                    lambda spec, x: (
+                        x[None] if spec == _SHARDED else jnp.broadcast_to(x, (shards, *x.shape))
+                    ),
+                    out_specs,
+                    out,
+                )
 
-            spec = PartitionSpec(AXIS)
-            # check_vma=False: the loop's scans carry values that become shard-varying (metrics
-            # summed in a carry), which the varying-axis type check would reject.
-            return jax.shard_map(
-                per_shard, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False
-            )
+            def call(*args):
+                in_specs = jax.tree.map(
+                    lambda node: _STATE if isinstance(node, LoopState) else _SHARDED,
+                    args,
+                    is_leaf=lambda node: isinstance(node, LoopState),
+                )
+                # check_vma=False: the loop's scans carry values that become shard-varying
+                # (metrics summed in a carry), which the varying-axis type check would reject.
+                mapped = jax.shard_map(
+                    per_shard, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+                )
+                return mapped(*args)
+
+            return call
 
         return wrap
 
@@ -129,6 +161,16 @@ class ShardedLoop:
         state, metrics = result
         reduce = {k: jax.lax.psum if k in _SUMMED else jax.lax.pmean for k in metrics}
         return state, {k: reduce[k](v, AXIS) for k, v in metrics.items()}
+
+
+def _map_specs(f: Callable[[PartitionSpec, Any], Any], specs: Any, tree: Any) -> Any:
+    """``f(spec, leaf)`` over every leaf of ``tree``, ``specs`` being a prefix of it."""
+    return jax.tree.map(
+        lambda spec, subtree: jax.tree.map(lambda x: f(spec, x), subtree),
+        specs,
+        tree,
+        is_leaf=lambda node: isinstance(node, PartitionSpec),
+    )
 
 
 def _first(metrics: dict) -> dict:

@@ -7,17 +7,22 @@ back, writing ``metrics.jsonl``, updating progress. Between boundaries the plan 
 from __future__ import annotations
 
 import collections
+import contextlib
+import copy
+import dataclasses
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from jaxrl_fdg import distributed
+from jaxrl_fdg.actor_learner import ActorLearnerPlan
 from jaxrl_fdg.algorithm import AlgorithmSpec
 from jaxrl_fdg.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
@@ -26,6 +31,7 @@ from jaxrl_fdg.config import (
     Resolved,
     TrainConfig,
     from_mapping,
+    lanes,
     load,
     resolve,
     to_mapping,
@@ -35,7 +41,7 @@ from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.evaluation import EVAL_OUTPUTS, evaluation_key, evaluator
 from jaxrl_fdg.fragment import EmptyState, call, published
 from jaxrl_fdg.fusion import make_plan
-from jaxrl_fdg.loop import Loop, LoopState, iterations_done
+from jaxrl_fdg.loop import LaggedLoop, Loop, LoopState, iterations_done
 from jaxrl_fdg.placement import ShardedLoop, first_shard
 from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, summary_table, trace
 from jaxrl_fdg.profiling.timers import user_scope_names
@@ -64,25 +70,50 @@ class RunResult(NamedTuple):
 
 
 def build_loop(resolved: Resolved) -> Loop | SeedLoop | ShardedLoop:
-    """The loop ``resolved`` describes: vmapped over seeds with ``num_seeds > 1``, split into
-    shards with a data-parallel placement."""
+    """The loop ``resolved`` describes: learning one iteration behind with ``policy_lag = 1``,
+    vmapped over seeds with ``num_seeds > 1``, split into shards with a data-parallel
+    placement."""
     config = resolved.config
+    if config.placement == "host_env":  # host simulators in two halves, double-buffered
+        from jaxrl_fdg.host_pipeline import HalvedLoop
+
+        algorithm = resolved.spec.build(resolved.context)
+        return HalvedLoop.for_simulator(
+            resolved.env, config.num_envs, algorithm, config.rollout_len
+        )
     if resolved.env_params is None:  # a host simulator (gym/<id>)
         from jaxrl_fdg.envs.host import host_env_fragment
 
         env = host_env_fragment(resolved.env, config.num_envs)
     else:  # per shard, with a data-parallel placement
         env = env_fragment(resolved.env, resolved.env_params, resolved.context.num_envs)
-    loop = Loop(env, resolved.spec.build(resolved.context), config.rollout_len)
+
+    def build(swept: Mapping[str, Any]) -> Loop | LaggedLoop:
+        context = resolved.context
+        if swept:  # a lane of a sweep: the hyperparameters with its values (traced scalars)
+            hparams = copy.copy(context.hparams)
+            for name, value in swept.items():  # each value was checked in resolve
+                object.__setattr__(hparams, name, value)
+            context = dataclasses.replace(context, hparams=hparams)
+        loop = Loop(env, resolved.spec.build(context), config.rollout_len)
+        return LaggedLoop(loop) if config.policy_lag else loop
+
+    loop = build({})
     if config.placement == "data_parallel":
         return ShardedLoop(loop, config.devices, config.dp_backend)
-    return SeedLoop(loop, config.num_seeds) if config.num_seeds > 1 else loop
+    runs = lanes(config, resolved.spec)
+    if len(runs) == 1:
+        return loop
+    sweep = {name: [lane.point[name] for lane in runs] for name in resolved.sweep}
+    return SeedLoop(loop, len(runs), sweep, build)
 
 
-def initial_key(config: TrainConfig) -> jax.Array:
-    """The key :func:`train` starts from: one per seed with ``num_seeds > 1``."""
-    if config.num_seeds > 1:
-        return seed_keys(config.seed, config.num_seeds)
+def initial_key(config: TrainConfig, spec: AlgorithmSpec | None = None) -> jax.Array:
+    """The key :func:`train` starts from: one per run (seed × sweep point) if there are
+    several."""
+    runs = lanes(config, spec)
+    if len(runs) > 1:
+        return seed_keys([lane.seed for lane in runs])
     return jax.random.key(config.seed)
 
 
@@ -119,6 +150,10 @@ def train(
     Ctrl-C or SIGTERM stops the run at the next host boundary with a checkpoint (when there is a
     run folder); a second Ctrl-C stops at once.
     """
+    if config.num_processes > 1:  # connect the processes before JAX starts its backends
+        if resume is not None:
+            raise ConfigError("runs across processes write no checkpoints to resume from")
+        distributed.initialize_for(config)
     if config.compile_cache:  # before anything compiles; a cache configured otherwise is kept
         from jaxrl_fdg import compile_cache
 
@@ -135,6 +170,8 @@ def train(
 
 def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -> RunResult:
     config = resolved.config
+    if not distributed.is_primary():  # process 0 alone shows progress and writes the run folder
+        config = config.replace(out=None, progress=False)
     loop = build_loop(resolved)
     host_env = loop.env_frag.placement == "host"
     if config.eval_every:  # before anything compiles
@@ -145,7 +182,14 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
             "checkpointed (use a JAX environment, or checkpoint_every = 0)"
         )
     timings = Timings(config.profile)
-    plan = make_plan(config.fusion, loop, timings, chunk=config.boundary_every)
+    if config.placement == "actor_learner":
+        plan = ActorLearnerPlan(loop, timings)
+    elif config.placement == "host_env":  # fusion step: the double-buffered plan
+        from jaxrl_fdg import host_pipeline
+
+        plan = host_pipeline.make_plan(config.fusion, loop, timings, chunk=config.boundary_every)
+    else:
+        plan = make_plan(config.fusion, loop, timings, chunk=config.boundary_every)
     if resume is not None:
         folder = RunFolder.open(resume)
         _check_same_run(folder, resolved)
@@ -156,17 +200,19 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
         folder = None
     seed_folders = _seed_folders(folder, resolved, resume is not None)
     checkpointer = None
-    if folder is not None and not host_env:
+    if folder is not None and not host_env and config.num_processes == 1:
         checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep)
 
-    state = plan.init(initial_key(config))
+    with _sweep_errors(resolved):
+        state = plan.init(initial_key(config, resolved.spec))
     rows: list[dict[str, Any]] = []
     if resume is not None:
         state = checkpointer.restore(state)
         rows = folder.truncate_metrics(iterations_done(state))
         for seed_folder in seed_folders:
             seed_folder.truncate_metrics(iterations_done(state))
-    plan.compile(state)
+    with _sweep_errors(resolved):
+        plan.compile(state)
     evaluate = _evaluation_program(resolved, loop, state, timings) if config.eval_every else None
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     run = _Run(config, label, plan, folder, checkpointer, rows, evaluate, seed_folders)
@@ -184,11 +230,34 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
             checkpointer.close()
         if host_env:
             from jaxrl_fdg.envs.host import close
+            from jaxrl_fdg.host_pipeline import simulator_handles
 
-            close(state.fragments[loop.env_frag.name].env)
+            for handle in simulator_handles(loop, state):  # both halves' with host_env
+                close(handle)
     if print_summary:
         print(format_summary(summary))
     return RunResult(state, _concat(run.history), summary, folder.path if folder else None)
+
+
+@contextlib.contextmanager
+def _sweep_errors(resolved: Resolved):
+    """A swept hyperparameter the algorithm uses to decide its program's structure (a Python
+    ``if`` or a size) fails while tracing, before anything compiles: say which and why."""
+    try:
+        yield
+    except (
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+        jax.errors.TracerArrayConversionError,
+    ) as e:
+        if not resolved.sweep:
+            raise
+        first = str(e).strip().splitlines()[0]
+        raise ConfigError(
+            f"{resolved.spec.name} cannot sweep {', '.join(resolved.sweep)} in one program: it "
+            f"decides the program's structure from a swept value ({first}); run one "
+            "configuration per value instead"
+        ) from None
 
 
 def _evaluation_program(
@@ -206,13 +275,15 @@ def _evaluation_program(
         params = published(loop.learner, states[loop.learner.name])["params"]
         return call(frag, EmptyState(), {"params": params}, key)[1]
 
+    runs = lanes(config, resolved.spec)
+
     def keys(iteration: int) -> jax.Array:
-        if config.num_seeds == 1:
+        if len(runs) == 1:
             return evaluation_key(config.seed, iteration)
-        seeds = np.arange(config.seed, config.seed + config.num_seeds)
+        seeds = np.asarray([lane.seed for lane in runs])
         return jax.vmap(lambda seed: evaluation_key(seed, iteration))(seeds)
 
-    if config.num_seeds > 1:  # each seed's evaluation is the one its single-seed run makes
+    if len(runs) > 1:  # each run's evaluation is the one its single run makes
         run = jax.vmap(run)
     with timings.scope("compile:evaluate", always=True):
         program = jax.jit(run).lower(state.fragments, keys(0)).compile()
@@ -234,22 +305,25 @@ def _check_evaluation(resolved: Resolved, loop: Loop | SeedLoop) -> None:
 
 
 def _seed_folders(folder: RunFolder | None, resolved: Resolved, resume: bool) -> list[RunFolder]:
-    """With several seeds, a run folder of its own for each inside the run's folder,
-    ``seed-<seed>/``: its config (that seed alone) and its metrics, which ``jaxrl-fdg plot``
-    draws as replicates."""
+    """With several runs (seeds, sweep points), a run folder of its own for each inside the
+    run's folder, ``seed-<seed>/`` or ``<name>=<value>-seed-<seed>/``: its config (that run
+    alone) and its metrics, which ``jaxrl-fdg plot`` draws as replicates, grouped by what
+    differs."""
     config = resolved.config
-    if folder is None or config.num_seeds == 1:
+    runs = lanes(config, resolved.spec)
+    if folder is None or len(runs) == 1:
         return []
     folders = []
-    for seed in range(config.seed, config.seed + config.num_seeds):
-        path = folder.path / f"seed-{seed}"
+    for lane in runs:
+        path = folder.path / lane.name
         if resume:
             folders.append(RunFolder.open(path))
             continue
         path.mkdir()
-        single = resolved._replace(config=config.replace(seed=seed, num_seeds=1))
+        hparams = {**config.hparams, **lane.point}
+        single = config.replace(seed=lane.seed, num_seeds=1, hparams=hparams)
         folders.append(RunFolder(path))
-        folders[-1].write_config(to_mapping(single))
+        folders[-1].write_config(to_mapping(resolve(single, resolved.spec)))
     return folders
 
 
@@ -275,7 +349,7 @@ def evaluate(
         raise ConfigError(f"run {str(folder.path)!r} has no checkpoints to evaluate")
     checkpointer = Checkpointer(checkpoints)
     try:
-        state = checkpointer.restore(jax.jit(loop.init)(initial_key(config)), iteration)
+        state = checkpointer.restore(jax.jit(loop.init)(initial_key(config, spec)), iteration)
     finally:
         checkpointer.close()
     program = _evaluation_program(resolved, loop, state, Timings("off"))
@@ -288,8 +362,9 @@ def evaluate(
         "episodes": config.eval_episodes,
         **{k: float(np.mean(v)) for k, v in values.items()},  # the mean over seeds, if several
     }
-    if config.num_seeds > 1:
-        result["per_seed"] = {k: np.asarray(v).tolist() for k, v in values.items()}
+    if len(runs := lanes(config, resolved.spec)) > 1:
+        result["runs"] = [lane.name for lane in runs]
+        result["per_run"] = {k: np.asarray(v).tolist() for k, v in values.items()}
     folder.write_json("evaluation.json", result)
     return result
 

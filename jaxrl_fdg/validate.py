@@ -29,7 +29,7 @@ def in_range(name: str, value: Any, low: float, high: float, *, low_open: bool =
 def choice(name: str, value: Any, choices: Iterable[str]) -> None:
     choices = tuple(choices)
     if value not in choices:
-        raise ConfigError(f"unknown {name} {value!r} (valid: {', '.join(choices)})")
+        raise ConfigError(f"unknown {name} {value!r} (valid: {', '.join(map(str, choices))})")
 
 
 def divides(name: str, value: int, into_name: str, into: int) -> None:

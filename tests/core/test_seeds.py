@@ -84,10 +84,13 @@ def test_per_seed_folders_plot_as_replicates(tmp_path):
     (group,) = plots.group_runs(seeds)
     assert len(group.runs) == 2
     result = rl.evaluate(run)
-    assert len(result["per_seed"]["eval_return"]) == 2
-    assert result["eval_return"] == pytest.approx(np.mean(result["per_seed"]["eval_return"]))
+    assert len(result["per_run"]["eval_return"]) == 2
+    assert result["eval_return"] == pytest.approx(np.mean(result["per_run"]["eval_return"]))
 
 
 def test_host_simulators_take_one_seed():
-    with pytest.raises(rl.ConfigError, match="num_seeds = 2 needs a JAX environment"):
+    with pytest.raises(
+        rl.ConfigError,
+        match=r"2 runs \(num_seeds = 2 × the hyperparameter sweep\) need a JAX environment",
+    ):
         rl.resolve(BASE.replace(env="gym/CartPole-v1", num_seeds=2, out=None))

@@ -1,0 +1,141 @@
+"""Data-parallel runs across processes: several machines, or several processes on one.
+
+Every process runs the same command with its own ``process_id``. :func:`initialize` connects the
+processes through ``jax.distributed.initialize`` (process 0 hosts the coordinator at
+``coordinator``); from then on ``jax.devices()`` lists the devices of every process, and the
+data-parallel placement's ``shard_map`` mesh spans them all (``jaxrl_fdg.placement``). Each
+process feeds and steps the shards on its own devices; the gradient mean is the one collective,
+and it crosses processes. A run over ``P`` processes of ``D`` devices each computes what one
+process with ``P × D`` shards computes (tests/core/test_distributed.py).
+
+On CPU devices the cross-process collectives go over TCP with gloo
+(``jax_cpu_collectives_implementation``); GPUs use NCCL, as JAX arranges.
+
+What the host reads back (the iteration counter and the metrics, reduced over shards) is kept
+whole on every device, so every process logs the same values without a collective of its own.
+Process 0 alone writes the run folder (config, metrics, summary) and shows progress: the
+processes compute one run, so one folder describes it, in the place the user named. Checkpoints
+are not written across processes (yet): each process holds only its own shards, and saving them
+needs every process to write into one shared folder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxrl_fdg import validate
+from jaxrl_fdg.errors import ConfigError
+
+# Seconds a process waits for the others to connect before giving up.
+CONNECT_TIMEOUT_S = 300
+
+
+def initialize(
+    coordinator: str, num_processes: int, process_id: int, timeout_s: int = CONNECT_TIMEOUT_S
+) -> None:
+    """Connect this process to the others of its run; once per process, before JAX starts its
+    backends (before the first ``jax.devices()`` or computation).
+
+    A second call with the same values does nothing; with other values it raises.
+    """
+    if jax.distributed.is_initialized():
+        if (jax.process_count(), jax.process_index()) != (num_processes, process_id):
+            raise ConfigError(
+                f"this process already runs as process {jax.process_index()} of "
+                f"{jax.process_count()}; it cannot join as process_id = {process_id} of "
+                f"num_processes = {num_processes}"
+            )
+        return
+    _use_cpu_collectives()
+    jax.distributed.initialize(
+        coordinator_address=coordinator,
+        num_processes=num_processes,
+        process_id=process_id,
+        initialization_timeout=timeout_s,
+    )
+
+
+def initialize_for(config: Any) -> None:
+    """:func:`initialize` as a :class:`~jaxrl_fdg.config.TrainConfig` says, after checking its
+    process fields; nothing for a run in one process."""
+    check_processes(config)
+    if config.num_processes > 1:
+        initialize(config.coordinator, config.num_processes, config.process_id)
+
+
+def _use_cpu_collectives() -> None:
+    """Cross-process collectives between CPU devices need an implementation: gloo, unless one is
+    already chosen (older JAX versions choose none by default; some have no such option)."""
+    try:
+        chosen = jax.config.jax_cpu_collectives_implementation
+    except AttributeError:
+        return
+    if chosen is None:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+
+
+def check_processes(config: Any) -> None:
+    """The process fields of ``config`` on their own (no JAX backend is started)."""
+    validate.positive_int("num_processes", config.num_processes)
+    n, process_id = config.num_processes, config.process_id
+    if isinstance(process_id, bool) or not isinstance(process_id, int) or not 0 <= process_id < n:
+        raise ConfigError(f"process_id must be an integer in 0..{n - 1}, got {process_id!r}")
+    if n == 1:  # a coordinator, if any, is not used
+        return
+    if config.coordinator is None:
+        raise ConfigError(
+            f"num_processes = {n} needs a coordinator: the host:port of process 0, which every "
+            "process can reach (e.g. 127.0.0.1:12355 on one machine)"
+        )
+    host, _, port = str(config.coordinator).rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(
+            f"coordinator must be host:port with a port in 1..65535, got {config.coordinator!r}"
+        )
+    if config.placement != "data_parallel" or config.dp_backend != "shard_map":
+        raise ConfigError(
+            f"num_processes = {n} needs placement 'data_parallel' with dp_backend 'shard_map' "
+            f"(got placement {config.placement!r}, dp_backend {config.dp_backend!r})"
+        )
+    if config.checkpoint_every:
+        raise ConfigError(
+            f"checkpoint_every = {config.checkpoint_every}: runs across processes write no "
+            "checkpoints (valid: 0)"
+        )
+
+
+def check_mesh(config: Any) -> None:
+    """A run across processes uses every device of every process, with JAX connected."""
+    if config.num_processes == 1:
+        return
+    if jax.process_count() != config.num_processes:
+        raise ConfigError(
+            f"num_processes = {config.num_processes} but JAX runs {jax.process_count()} "
+            "process(es): call jaxrl_fdg.distributed.initialize first (train does)"
+        )
+    total = jax.device_count()
+    if config.devices != total:
+        raise ConfigError(
+            f"devices = {config.devices}, but a run across {config.num_processes} processes "
+            f"shards over every device of every process (valid: {total})"
+        )
+
+
+def is_primary() -> bool:
+    """Whether this process reports the run and writes its folder (process 0)."""
+    return jax.process_index() == 0
+
+
+def host_values(tree: Any) -> Any:
+    """Every array of ``tree`` as a numpy array holding its global value, in every process.
+
+    Where an array spans processes this is a collective: every process must call it, with the
+    same tree. Typed PRNG keys are not supported (pass ``jax.random.key_data`` of them)."""
+    if jax.process_count() == 1:
+        return jax.tree.map(np.asarray, jax.device_get(tree))
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)
