@@ -1,5 +1,6 @@
-"""Actor/learner placement on 2 forced CPU devices (in a subprocess: the device count is fixed
-when JAX starts), the lagged loop it runs asynchronously, and bad input."""
+"""Actor/learner placement on forced CPU devices (4, of which it uses the first two; in a
+subprocess, since the device count is fixed when JAX starts), the lagged loop it runs
+asynchronously, and bad input."""
 
 import json
 import os
@@ -90,7 +91,7 @@ _SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def report():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
     out = subprocess.run(
         [sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=500
     )
