@@ -181,7 +181,8 @@ class Lane(NamedTuple):
     @property
     def name(self) -> str:
         """The lane's folder name inside the run folder, e.g. ``lr=0.001-seed-0``."""
-        return "-".join([*(f"{k}={v:g}" for k, v in self.point.items()), f"seed-{self.seed}"])
+        # repr: the shortest text that reads back as the same float, so names never collide.
+        return "-".join([*(f"{k}={v!r}" for k, v in self.point.items()), f"seed-{self.seed}"])
 
 
 def lanes(config: TrainConfig, spec: AlgorithmSpec | None = None) -> list[Lane]:

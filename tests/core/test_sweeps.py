@@ -64,14 +64,14 @@ BASE = rl.TrainConfig(
 
 
 def test_lanes_are_every_combination_then_every_seed():
-    config = BASE.replace(num_seeds=2, hparams={"lr": [1e-3, 3e-4], "gamma": "0.9,0.99"})
+    config = BASE.replace(num_seeds=2, hparams={"lr": [1e-3, 3e-4], "gamma": "0.9,0.9000001"})
     names = [lane.name for lane in lanes(config)]
     assert names[:3] == [
         "lr=0.001-gamma=0.9-seed-0",
         "lr=0.001-gamma=0.9-seed-1",
-        "lr=0.001-gamma=0.99-seed-0",
+        "lr=0.001-gamma=0.9000001-seed-0",
     ]
-    assert len(names) == 8 and len(set(names)) == 8
+    assert len(names) == 8 and len(set(names)) == 8  # close values still get their own folders
 
 
 def test_tuple_hyperparameters_are_values_not_sweeps():
