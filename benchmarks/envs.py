@@ -112,30 +112,19 @@ def _scan_steps_per_s(
     return steps * num_envs / elapsed, compile_s
 
 
-def ours(name: str, num_envs: int, steps: int, repeats: int, pregenerated: bool):
-    env, params = envs.make(name)
-
-    def step(key, state, actions):
-        state, ts = env.step_batch(key, state, actions, params)
-        return state, ts.reward.sum() + ts.observation.sum()
-
-    return _scan_steps_per_s(
-        lambda key: env.reset_batch(key, num_envs, params)[0],
-        step,
-        _action_sampler(env.action_space(params), num_envs),
-        num_envs,
-        steps,
-        repeats,
-        pregenerated,
-    )
-
-
-def ours_vmap(name: str, num_envs: int, steps: int, repeats: int, pregenerated: bool):
+def ours(
+    name: str, num_envs: int, steps: int, repeats: int, pregenerated: bool, per_env: bool = False
+):
+    """Our environment: ``step_batch`` (one key per step), or with ``per_env`` the
+    single-environment ``step`` vmapped over keys split per environment."""
     env, params = envs.make(name)
     step_each = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
     def step(key, state, actions):
-        state, ts = step_each(jax.random.split(key, num_envs), state, actions, params)
+        if per_env:
+            state, ts = step_each(jax.random.split(key, num_envs), state, actions, params)
+        else:
+            state, ts = env.step_batch(key, state, actions, params)
         return state, ts.reward.sum() + ts.observation.sum()
 
     return _scan_steps_per_s(
@@ -215,8 +204,8 @@ def main() -> None:
                     row[f"gymnax{label}"], row[f"gymnax{label}_compile_s"] = gymnax_env(
                         name, n, pregenerated=pregenerated, **timing
                     )
-            row["ours_vmap_pregenerated"], row["ours_vmap_pregenerated_compile_s"] = ours_vmap(
-                name, n, pregenerated=True, **timing
+            row["ours_vmap_pregenerated"], row["ours_vmap_pregenerated_compile_s"] = ours(
+                name, n, pregenerated=True, per_env=True, **timing
             )
             if name in GYMNASIUM:
                 # Python-loop vector envs at 4096 would take minutes for little information.
