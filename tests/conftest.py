@@ -1,6 +1,9 @@
 """Shared test set-up: JAX's persistent compilation cache and small run configurations."""
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -27,3 +30,25 @@ def tiny():
         log_every=2,
         hparams={"num_minibatches": 2, "update_epochs": 2},
     )
+
+
+@pytest.fixture(scope="session")
+def report_on_devices():
+    """``run(script, devices, timeout)``: run ``script`` in a fresh Python whose JAX sees
+    ``devices`` forced CPU devices (the count is fixed when JAX starts), and return the JSON it
+    printed on its ``REPORT `` line."""
+
+    def run(script: str, devices: int, timeout: float) -> dict:
+        flags = f"--xla_force_host_platform_device_count={devices}"
+        out = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "XLA_FLAGS": flags},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        line = next(x for x in out.stdout.splitlines() if x.startswith("REPORT "))
+        return json.loads(line[len("REPORT ") :])
+
+    return run

@@ -2,10 +2,6 @@
 subprocess, since the device count is fixed when JAX starts), the lagged loop it runs
 asynchronously, and bad input."""
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -90,14 +86,8 @@ _SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def report():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    out = subprocess.run(
-        [sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=500
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    line = next(x for x in out.stdout.splitlines() if x.startswith("REPORT "))
-    return json.loads(line[len("REPORT ") :])
+def report(report_on_devices):
+    return report_on_devices(_SCRIPT, devices=4, timeout=500)
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])

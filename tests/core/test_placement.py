@@ -5,10 +5,6 @@ SAC and TD3 are not here: with their two-critic ensembles, the sharded program n
 on XLA:CPU's forced host devices (JAX 0.10.2), under shard_map and pmap alike, while the same
 algorithms with one critic run; see the README's placement section."""
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -66,14 +62,8 @@ _SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def report():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    out = subprocess.run(
-        [sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=400
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    line = next(x for x in out.stdout.splitlines() if x.startswith("REPORT "))
-    return json.loads(line[len("REPORT ") :])
+def report(report_on_devices):
+    return report_on_devices(_SCRIPT, devices=4, timeout=400)
 
 
 # 4 devices × 2 envs against 4 shards × 2 envs vmapped on one device (N·E = 8 envs there): the
