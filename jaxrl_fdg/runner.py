@@ -33,6 +33,7 @@ from jaxrl_fdg.config import (
     from_mapping,
     lanes,
     load,
+    make_hparams,
     resolve,
     to_mapping,
 )
@@ -321,9 +322,13 @@ def _seed_folders(folder: RunFolder | None, resolved: Resolved, resume: bool) ->
             continue
         path.mkdir()
         hparams = {**config.hparams, **lane.point}
-        single = config.replace(seed=lane.seed, num_seeds=1, hparams=hparams)
+        single = resolved._replace(  # that run alone; nothing to check or build again
+            config=config.replace(seed=lane.seed, num_seeds=1, hparams=hparams),
+            hparams=make_hparams(resolved.spec, hparams),
+            sweep={},
+        )
         folders.append(RunFolder(path))
-        folders[-1].write_config(to_mapping(resolve(single, resolved.spec)))
+        folders[-1].write_config(to_mapping(single))
     return folders
 
 
