@@ -1,5 +1,5 @@
 """Compile seconds of the same run twice, each in a fresh process, sharing one fresh persistent
-compilation cache: what ``jaxrl_fdg.compile_cache`` saves when a configuration runs again.
+compilation cache: what ``jaxrl_fdg.run.compile_cache`` saves when a configuration runs again.
 
     python benchmarks/compile_cache.py     # writes benchmarks/results/compile_cache.json
 
@@ -122,8 +122,8 @@ def main() -> None:
         child(args.fusion, args.total_steps)
         return
 
-    from jaxrl_fdg.compile_cache import MIN_COMPILE_TIME_S
     from jaxrl_fdg.profiling import write_report
+    from jaxrl_fdg.run.compile_cache import MIN_COMPILE_TIME_S
 
     modes = [m.strip() for m in args.fusion.split(",") if m.strip()]
     results = {}

@@ -37,9 +37,9 @@ import jax
 import numpy as np
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import host_pipeline
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.envs import host
+from jaxrl_fdg.policies import host_env
 from jaxrl_fdg.profiling import Timings, write_report
 
 PlanFactory = Callable[[rl.Loop, Timings, int], object]  # (loop, timings, chunk) -> plan
@@ -49,18 +49,18 @@ CASES: dict[str, tuple[str, str, PlanFactory]] = {
     "host_env/step": (
         "host_env",
         "step",
-        lambda loop, t, c: host_pipeline.make_plan("step", loop, t),
+        lambda loop, t, c: host_env.HOST_ENV.plan("step", loop, t, 1),
     ),
     "host_env/step-serial": (
         "host_env",
         "step",
-        lambda loop, t, c: host_pipeline.DoubleBufferedPlan(loop, t, pipelined=False),
+        lambda loop, t, c: host_env.DoubleBufferedPlan(loop, t, pipelined=False),
     ),
     "single/scan": ("single", "scan", lambda loop, t, c: rl.make_plan("scan", loop, t, c)),
     "host_env/scan": (
         "host_env",
         "scan",
-        lambda loop, t, c: host_pipeline.make_plan("scan", loop, t, c),
+        lambda loop, t, c: host_env.HOST_ENV.plan("scan", loop, t, c),
     ),
 }
 
@@ -98,7 +98,7 @@ def measure(args: argparse.Namespace, case: str) -> dict:
         last = plan.collect(pending)
         done += n
     run_s = time.perf_counter() - start
-    for handle in host_pipeline.simulator_handles(loop, state):
+    for handle in host_env.simulator_handles(loop, state):
         host.close(handle)
     episodes = float(np.sum(last["episodes"]))
     steps = cfg.num_iterations * cfg.steps_per_iteration

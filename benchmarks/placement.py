@@ -90,9 +90,9 @@ class Measured:
         import jax
 
         from jaxrl_fdg.config import resolve
-        from jaxrl_fdg.fusion import make_plan
+        from jaxrl_fdg.policies.fusion import make_plan
         from jaxrl_fdg.profiling import Timings
-        from jaxrl_fdg.runner import build_loop, initial_key
+        from jaxrl_fdg.run.runner import build_loop, initial_key
 
         config = self.config
         start = time.perf_counter()

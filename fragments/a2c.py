@@ -28,7 +28,7 @@ import jax
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.fragments import actor_critic as ac
 
 OPTIMIZERS = ("rmsprop", "adam")
@@ -79,7 +79,7 @@ def optimizer(ctx: AlgorithmContext) -> optax.GradientTransformation:
             return optax.adam(lr, eps=hp.optimizer_eps)
         return optax.rmsprop(lr, decay=hp.rmsprop_decay, eps=hp.optimizer_eps, eps_in_sqrt=False)
 
-    return ac.optimizer(hp, ctx.num_iterations, make)
+    return ac.optimizer(ctx, ctx.num_iterations, make)
 
 
 def build(ctx: AlgorithmContext) -> Algorithm:
@@ -93,7 +93,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         value_loss = 0.5 * ((value - batch.target) ** 2).mean()
         return ac.total_loss(hp, policy_loss, value_loss, entropy.mean())
 
-    step = ac.gradient_step(ctx, loss, tx)
+    step = ac.gradient_step(loss, tx)
 
     def update(state: ac.LearnerState, batch: ac.Batch, key: jax.Array):
         del key  # one full-batch step: nothing to shuffle

@@ -27,10 +27,10 @@ import numpy as np
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import Fragment, Role, fragment
+from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.networks import (
@@ -40,7 +40,7 @@ from jaxrl_fdg.fragments.networks import (
     ConvTorso,
     GaussianActorCritic,
 )
-from jaxrl_fdg.loop import Transition
+from jaxrl_fdg.core.loop import Transition
 
 Metrics = dict[str, jax.Array]
 
@@ -271,20 +271,21 @@ def total_loss(
 
 
 def optimizer(
-    hp: ActorCriticConfig,
+    ctx: AlgorithmContext,
     num_updates: int,
     make: Callable[[float | optax.Schedule], optax.GradientTransformation],
 ) -> optax.GradientTransformation:
-    """Global-norm gradient clipping, then ``make(lr)``; with ``anneal_lr`` the learning rate
-    falls linearly from ``lr`` to 0 over ``num_updates`` gradient steps (the whole run)."""
+    """Global-norm gradient clipping, then ``make(lr)``, as the context hands it to a learner;
+    with ``anneal_lr`` the learning rate falls linearly from ``lr`` to 0 over ``num_updates``
+    gradient steps (the whole run)."""
+    hp: ActorCriticConfig = ctx.hparams
     lr: float | optax.Schedule = hp.lr
     if hp.anneal_lr:
         lr = optax.linear_schedule(hp.lr, 0.0, num_updates)
-    return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), make(lr))
+    return ctx.optimizer(optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), make(lr)))
 
 
 def gradient_step(
-    ctx: AlgorithmContext,
     loss: Callable[[Any, Batch], tuple[jax.Array, Metrics]],
     tx: optax.GradientTransformation,
 ) -> Callable[[LearnerState, Batch], tuple[LearnerState, Metrics]]:
@@ -292,7 +293,6 @@ def gradient_step(
 
     def update(state: LearnerState, batch: Batch) -> tuple[LearnerState, Metrics]:
         grads, metrics = jax.grad(loss, has_aux=True)(state.params, batch)
-        grads = ctx.mean_gradients(grads)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         return LearnerState(optax.apply_updates(state.params, updates), opt_state), metrics
 

@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import AlgorithmContext, OffPolicy, Replay
+from jaxrl_fdg.core.algorithm import AlgorithmContext, OffPolicy
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import Fragment, Role, fragment
+from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.replay import linear_beta, make_prioritized, make_uniform
 from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
@@ -172,7 +172,15 @@ def off_policy(ctx: AlgorithmContext, gamma: float) -> OffPolicy:
         experience = n_step_experience(inputs["trajectory"], gamma, hp.n_step)
         return buffer.add(state, experience), {}
 
-    frag = fragment(
+    def sample(state, inputs, key):
+        return state, {"batch": buffer.sample(state, key, beta(inputs["env_steps"]))}
+
+    def update(state, inputs, key):
+        del key  # deterministic: new priorities for the sampled slots
+        batch = inputs["batch"]
+        return buffer.update_priorities(state, batch.indices, batch.writes, inputs["td_error"]), {}
+
+    replay = fragment(
         "replay",
         Role.REPLAY,
         store,
@@ -180,16 +188,12 @@ def off_policy(ctx: AlgorithmContext, gamma: float) -> OffPolicy:
         inputs=("trajectory",),
         publish=lambda state: {"replay_size": state.size},
         published=("replay_size",),
-    )
-    replay = Replay(
-        frag,
-        sample=lambda state, key, env_steps: buffer.sample(state, key, beta(env_steps)),
-        update=lambda state, sample, td_error: buffer.update_priorities(
-            state, sample.indices, sample.writes, td_error
+        methods=(
+            Method("sample", sample, inputs=("env_steps",), outputs=("batch",)),
+            Method("update", update, inputs=("batch", "td_error")),
         ),
-        can_sample=buffer.can_sample,
     )
-    return OffPolicy(replay, updates_per_iteration(ctx), hp.learning_starts)
+    return OffPolicy(replay, updates_per_iteration(ctx), hp.learning_starts, buffer.can_sample)
 
 
 def update_target(target: Any, online: Any, updates: jax.Array, tau: float, period: int) -> Any:

@@ -26,7 +26,7 @@ import jax
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.minibatch import minibatch_epochs
@@ -65,7 +65,7 @@ def check(ctx: AlgorithmContext) -> None:
 def optimizer(ctx: AlgorithmContext) -> optax.GradientTransformation:
     hp: PPOConfig = ctx.hparams
     updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
-    return ac.optimizer(hp, updates, lambda lr: optax.adam(lr, eps=1e-5))
+    return ac.optimizer(ctx, updates, lambda lr: optax.adam(lr, eps=1e-5))
 
 
 def build(ctx: AlgorithmContext) -> Algorithm:
@@ -88,7 +88,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             clip_fraction=clip_frac,
         )
 
-    step = ac.gradient_step(ctx, loss, tx)
+    step = ac.gradient_step(loss, tx)
 
     def update(state: ac.LearnerState, batch: ac.Batch, key: jax.Array):
         return minibatch_epochs(

@@ -1,21 +1,41 @@
 """jaxrl-fdg: reinforcement learning in JAX as a fragmented dataflow graph.
 
-An algorithm is written once as pure fragments; a fusion flag decides how they are compiled::
+An algorithm is written once as pure fragments; a fusion flag decides how they are compiled and
+a placement where they run::
 
     import jaxrl_fdg as rl
 
     result = rl.train(rl.TrainConfig(env="CartPole-v1", fusion="scan", total_steps=200_000))
     print(result.summary["final_return"])
+
+Packages: ``core`` (fragment, graph, algorithm, loop), ``policies`` (fusion plans,
+placements), ``run`` (runner, session, checkpoints, run folders), ``config``, plus ``envs``,
+``fragments`` and ``profiling``.
 """
 
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, OffPolicy, Replay
 from jaxrl_fdg.config import TrainConfig, resolve
+from jaxrl_fdg.core import (
+    Algorithm,
+    AlgorithmContext,
+    AlgorithmSpec,
+    Edge,
+    EmptyState,
+    Fragment,
+    Graph,
+    LaggedLoop,
+    Loop,
+    LoopState,
+    Method,
+    OffPolicy,
+    Role,
+    Schedule,
+    Transition,
+    fragment,
+)
+from jaxrl_fdg.core import algorithm as algorithm
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import EmptyState, Fragment, Role, fragment
-from jaxrl_fdg.fusion import FUSION_MODES, make_plan
-from jaxrl_fdg.graph import Edge, Graph
-from jaxrl_fdg.loop import Loop, LoopState, Transition
-from jaxrl_fdg.runner import RunResult, build_loop, evaluate, make_train, train
+from jaxrl_fdg.policies import FUSION_MODES, Placement, make_plan
+from jaxrl_fdg.run import RunResult, build_loop, evaluate, make_train, train
 
 __version__ = "0.1.0"
 
@@ -29,14 +49,18 @@ __all__ = [
     "EmptyState",
     "Fragment",
     "Graph",
+    "LaggedLoop",
     "Loop",
     "LoopState",
+    "Method",
     "OffPolicy",
-    "Replay",
+    "Placement",
     "Role",
     "RunResult",
+    "Schedule",
     "TrainConfig",
     "Transition",
+    "algorithm",
     "build_loop",
     "evaluate",
     "fragment",

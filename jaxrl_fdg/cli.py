@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxrl_fdg import algorithm as algorithms
 from jaxrl_fdg import config as cfg
-from jaxrl_fdg import envs, plots
-from jaxrl_fdg.checkpoint import NonFiniteError
+from jaxrl_fdg import envs, plots, policies
+from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fusion import FUSION_MODES, PROGRAMS
-from jaxrl_fdg.runner import build_loop, evaluate, train
+from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS
+from jaxrl_fdg.run import build_loop, evaluate, train
+from jaxrl_fdg.run.checkpoint import NonFiniteError
 
 _RUN_FLAGS = {
     "algo": "registered algorithm (see `jaxrl-fdg list`)",
@@ -39,7 +39,7 @@ _RUN_FLAGS = {
     "eval_every": "env steps between evaluations of the deterministic policy (0: none)",
     "eval_episodes": "episodes per evaluation",
     "num_seeds": "independent runs (seeds seed, seed+1, ...) in one vmapped program",
-    "placement": "where fragments run: single | data_parallel | actor_learner | host_env",
+    "placement": f"where fragments run: {' | '.join(policies.registered())}",
     "devices": "devices: data_parallel shards, one per device; actor_learner uses 2",
     "dp_backend": "data_parallel backend: shard_map | pmap | vmap (all shards on one device)",
     "policy_lag": "1: learn from the rollout collected one iteration earlier (asynchronous actors)",
@@ -233,11 +233,14 @@ def _list() -> int:
     print("environments:")
     for name in envs.registered():
         print(f"  {name}")
-    from jaxrl_fdg.envs.brax_adapter import BACKENDS, BRAX_ENVS  # names only: brax not imported
-
-    print(f"  brax/<env>[:<backend>]  env: {', '.join(BRAX_ENVS)}")
-    print(f"                          backend: {', '.join(BACKENDS)} (default mjx)")
-    print("  gym/<id>                any gymnasium environment, stepped on the host")
+    print("environment adapters (prefix/<id>; packages are imported only when used):")
+    for row in envs.adapters():
+        status = "installed" if row.installed else f"not installed: pip install {row.install}"
+        print(f"  {row.syntax:<24} {row.description}")
+        print(f"  {'':<24} e.g. {row.example} ({status})")
+    print("placements (--placement):")
+    for name in policies.registered():
+        print(f"  {name:<14} {policies.get(name).summary}")
     print("fusion modes (most split to most fused; default scan):")
     for mode in FUSION_MODES:
         print(f"  {mode:<10} {PROGRAMS[mode]}")

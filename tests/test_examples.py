@@ -80,3 +80,12 @@ def test_replay_benchmark_smoke(tmp_path):
     results = json.loads(out_file.read_text())["results"]["16"]
     assert set(results) == {"K=2", "K=8", "uniform"}
     assert results["K=8"]["update_us"] > 0
+
+
+def test_intrinsic_reward_fragment_added_to_ppo_without_touching_the_core():
+    out = _run(ROOT / "examples" / "intrinsic_reward.py", "--total-steps", "2048")
+    # The graph scheduled the new fragment between the rollout and the learner.
+    assert "rollout.trajectory           -> novelty.trajectory" in out
+    assert "novelty.trajectory           -> learner.trajectory" in out
+    assert "every iteration: novelty -> learner" in out
+    assert "same state under every fusion mode: True" in out

@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.checkpoint import FOLDER as CHECKPOINTS
-from jaxrl_fdg.checkpoint import Checkpointer
 from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
+from jaxrl_fdg.run.checkpoint import Checkpointer
 
 _SCRIPT = textwrap.dedent(
     """
     import json
     import jax, numpy as np
     import jaxrl_fdg as rl
-    from jaxrl_fdg.actor_learner import ActorLearnerPlan
+    from jaxrl_fdg.policies.actor_learner import ActorLearnerPlan
     from jaxrl_fdg.config import resolve
 
     hparams = {

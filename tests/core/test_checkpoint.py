@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.checkpoint import Checkpointer, NonFiniteError
+from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
 
 # Off-policy on purpose: the checkpoint must carry the replay buffer, priorities, target network,
 # optimizer moments, the actor's step counter, env state and the key stream for an exact resume.

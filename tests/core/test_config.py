@@ -13,9 +13,9 @@ import tomli_w
 import yaml
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import compile_cache
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.run import compile_cache
 
 WRITERS = {"toml": tomli_w.dumps, "json": json.dumps, "yaml": yaml.safe_dump, "yml": yaml.safe_dump}
 
@@ -183,7 +183,7 @@ def test_enable_does_nothing_when_jax_caching_is_off(no_cache_configured):
 
 
 def test_enable_keeps_JAX_COMPILATION_CACHE_DIR(tmp_path):
-    code = "from jaxrl_fdg import compile_cache; print(compile_cache.enable())"
+    code = "from jaxrl_fdg.run import compile_cache; print(compile_cache.enable())"
     env = {"JAX_COMPILATION_CACHE_DIR": str(tmp_path / "mine"), "XDG_CACHE_HOME": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", code],

@@ -1,8 +1,9 @@
-"""A data-parallel run across two processes on the loopback address (``jaxrl_fdg.distributed``):
-each process has 2 forced CPU devices, the mesh spans all 4, and gradients are averaged by a
-cross-process all-reduce (gloo over TCP). It must compute what one process with 4 shards
-computes (the vmap backend, the reference of tests/core/test_placement.py), and only process 0
-writes the run folder. Plus the process fields' validation, which needs no second process."""
+"""A data-parallel run across two processes on the loopback address
+(``jaxrl_fdg.policies.distributed``): each process has 2 forced CPU devices, the mesh spans all 4,
+and gradients are averaged by a cross-process all-reduce (gloo over TCP). It must compute what one
+process with 4 shards computes (the vmap backend, the reference of tests/core/test_placement.py),
+and only process 0 writes the run folder. Plus the process fields' validation, which needs no second
+process."""
 
 import json
 import os
@@ -42,7 +43,7 @@ _WORKER = textwrap.dedent(
     import json, sys
     import numpy as np
     import jaxrl_fdg as rl
-    from jaxrl_fdg import distributed
+    from jaxrl_fdg.policies import distributed
 
     process_id, coordinator, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     config = rl.TrainConfig(

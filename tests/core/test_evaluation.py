@@ -10,7 +10,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg import envs
-from jaxrl_fdg.evaluation import evaluator
+from jaxrl_fdg.core.evaluation import evaluator
 
 DQN = rl.TrainConfig(
     algo="dqn",

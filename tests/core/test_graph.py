@@ -6,8 +6,8 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
-from jaxrl_fdg.fragment import call, published
-from jaxrl_fdg.fusion import PROGRAMS
+from jaxrl_fdg.core.fragment import call, published
+from jaxrl_fdg.policies.fusion import PROGRAMS
 
 
 def _identity(state, inputs, key):
@@ -93,3 +93,70 @@ def test_loop_transition_shapes():
     assert set(trajectory.extras) == {"log_prob", "value"}
     assert set(trajectory.info) == {"episode_return", "episode_length"}
     assert trajectory.terminated.dtype == jnp.bool_
+
+
+def test_schedules_follow_the_edges():
+    ppo = _ppo_loop().graph.schedule
+    assert ppo.step == ("actor", "env") and ppo.learn == ("learner",) and ppo.sample is None
+    dqn = rl.build_loop(resolve(rl.TrainConfig(algo="dqn", out=None))).graph
+    assert dqn.schedule.learn == ("replay",)  # stores the trajectory
+    assert dqn.schedule.sample == ("replay", "sample")
+    assert dqn.schedule.update == ("learner",)
+    assert dqn.schedule.feedback == ("replay", "update")
+    edges = {(e.source, e.target, e.kind) for e in dqn.edges}
+    assert ("replay.batch", "learner.batch", "sample") in edges
+    assert ("learner.td_error", "replay.update:td_error", "priorities") in edges
+    assert ("loop.env_steps", "replay.sample:env_steps", "loop") in edges
+
+
+def _scale(name, edge):
+    def apply(state, inputs, key):
+        return state, {edge: inputs[edge] * 2}
+
+    return rl.fragment(name, "transform", apply, inputs=(edge,), outputs=(edge,))
+
+
+def test_a_rewriting_fragment_runs_after_the_producer_and_before_the_readers():
+    loop = _ppo_loop(num_envs=2, rollout_len=4)
+    # Declared first, yet scheduled by its edges: the env publishes the observation, the
+    # transform rewrites it at every step, the actor acts on the rewritten one.
+    algo = rl.Algorithm("x", loop.actor, loop.learner, extra=(_scale("double_obs", "observation"),))
+    graph = rl.Loop(loop.env_frag, algo, 4).graph
+    assert graph.schedule.step == ("double_obs", "actor", "env")
+    edges = {(e.source, e.target) for e in graph.edges}
+    assert ("env.observation", "double_obs.observation") in edges
+    assert ("double_obs.observation", "actor.observation") in edges
+    # After the rollout: a trajectory rewriter runs before the learner.
+    algo = algo.with_fragments(_scale("double_traj", "trajectory"))
+    graph = rl.Loop(loop.env_frag, algo, 4).graph
+    assert graph.schedule.learn == ("double_traj", "learner")
+    edges = {(e.source, e.target, e.kind) for e in graph.edges}
+    assert ("rollout.trajectory", "double_traj.trajectory", "rollout") in edges
+    assert ("double_traj.trajectory", "learner.trajectory", "learn") in edges
+
+
+def test_the_trajectory_records_what_the_actor_saw():
+    loop = _ppo_loop(num_envs=2, rollout_len=4)
+    algo = rl.Algorithm("x", loop.actor, loop.learner, extra=(_scale("double_obs", "observation"),))
+    looped = rl.Loop(loop.env_frag, algo, 4)
+    state = looped.init(jax.random.key(0))
+    _, trajectory, _ = jax.jit(looped.rollout)(state)
+    first = state.fragments["env"].observation
+    assert jnp.array_equal(trajectory.observation[0], 2 * first)
+
+
+def test_cycles_and_unfed_batches_are_refused():
+    def echo(state, inputs, key):
+        return state, {"b": inputs["a"]}
+
+    def back(state, inputs, key):
+        return state, {"a": inputs["b"]}
+
+    loop = _ppo_loop()
+    one = rl.fragment("one", "transform", echo, inputs=("a",), outputs=("b",))
+    two = rl.fragment("two", "transform", back, inputs=("b",), outputs=("a",))
+    with pytest.raises(ValueError, match="wait on each other"):
+        rl.Loop(loop.env_frag, rl.Algorithm("x", loop.actor, loop.learner, extra=(one, two)), 4)
+    hungry = loop.learner._replace(inputs=("batch",))
+    with pytest.raises(ValueError, match="input edge 'batch' of fragment 'learner'"):
+        rl.Loop(loop.env_frag, rl.Algorithm("x", loop.actor, hungry), 4)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import host_pipeline
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.envs import host
+from jaxrl_fdg.policies import host_env
 
 TINY = rl.TrainConfig(
     env="gym/CartPole-v1",
@@ -77,14 +77,14 @@ def test_two_halves_of_simulators_closed_after_the_run(ppo_runs):
 def test_learner_sees_the_whole_batch_half_zero_first():
     resolved = resolve(TINY)
     loop = rl.build_loop(resolved)
-    assert isinstance(loop, host_pipeline.HalvedLoop)
+    assert isinstance(loop, host_env.HalvedLoop)
     assert loop.env_frag.placement == "host"
     state = jax.eval_shape(loop.init, jax.random.key(0))  # abstract: no simulator is made
     assert [h.observation.shape for h in state.fragments["env"]] == [(2, 4), (2, 4)]
     _, trajectory, _ = jax.eval_shape(loop.rollout, state)
     assert trajectory.observation.shape == (TINY.rollout_len, TINY.num_envs, 4)
     assert trajectory.reward.shape == (TINY.rollout_len, TINY.num_envs)
-    joined = host_pipeline.HalvedLoop.join([{"x": np.zeros(2)}, {"x": np.ones(2)}])
+    joined = host_env.HalvedLoop.join([{"x": np.zeros(2)}, {"x": np.ones(2)}])
     np.testing.assert_array_equal(joined["x"], [0, 0, 1, 1])
 
 
@@ -129,16 +129,14 @@ def schedule():
     resolved = resolve(config)
     slow = resolved.env._replace(make=lambda: _SlowStep(gymnasium.make("CartPole-v1")))
     algorithm = resolved.spec.build(resolved.context)
-    loop = host_pipeline.HalvedLoop.for_simulator(
-        slow, config.num_envs, algorithm, config.rollout_len
-    )
+    loop = host_env.HalvedLoop.for_simulator(slow, config.num_envs, algorithm, config.rollout_len)
     events: list = []
-    plan = host_pipeline.DoubleBufferedPlan(loop, schedule=events)
+    plan = host_env.DoubleBufferedPlan(loop, schedule=events)
     state = plan.init(jax.random.key(0))
     plan.compile(state)
     state, pending = plan.advance(state, 1)
     plan.collect(pending)
-    for handle in host_pipeline.simulator_handles(loop, state):
+    for handle in host_env.simulator_handles(loop, state):
         host.close(handle)
     return events
 

@@ -11,7 +11,7 @@ import jaxrl_fdg as rl
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg import plots
 from jaxrl_fdg.cli import main
-from jaxrl_fdg.run_folder import RunFolder
+from jaxrl_fdg.run.run_folder import RunFolder
 
 
 def _settings(**changes):

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import compile_cache
-from jaxrl_fdg.run_folder import RunFolder
+from jaxrl_fdg.run import compile_cache
+from jaxrl_fdg.run.run_folder import RunFolder
 
 ROWS = [
     {"iteration": 1, "step": 16, "wall_s": 0.25, "episode_return": None, "loss": 0.1 / 3},
@@ -108,7 +108,7 @@ def test_no_compile_cache_leaves_jax_alone(tiny, monkeypatch):
 
 def test_importing_the_library_imports_neither_matplotlib_nor_tensorboardX():
     code = (
-        "import sys, jaxrl_fdg, jaxrl_fdg.cli, jaxrl_fdg.plots, jaxrl_fdg.compile_cache; "
+        "import sys, jaxrl_fdg, jaxrl_fdg.cli, jaxrl_fdg.plots, jaxrl_fdg.run.compile_cache; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'tensorboardX'}))"
     )
     out = subprocess.run(

@@ -54,7 +54,7 @@ def test_step_mode_counts_every_call(tiny):
 def test_interrupted_run_leaves_a_consistent_folder(tiny, tmp_path, monkeypatch):
     import json
 
-    from jaxrl_fdg import progress
+    from jaxrl_fdg.run import progress
 
     calls = []
 

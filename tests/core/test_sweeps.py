@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.config import lanes, split_sweep
+from jaxrl_fdg.config import resolve, split_sweep
 from jaxrl_fdg.errors import ConfigError
 
 _EQUALITY = """
@@ -19,7 +19,7 @@ config = rl.TrainConfig(
     hparams={"num_minibatches": 2, "update_epochs": 2, "lr": "1e-3,3e-4", "ent_coef": [0.0, 0.05]},
 )
 swept = rl.train(config)
-runs = rl.config.lanes(config)
+runs = rl.resolve(config).lanes
 assert len(runs) == 8 and swept.metrics["loss"].shape[1] == 8
 worst = 0.0
 for i, lane in enumerate(runs):
@@ -65,7 +65,7 @@ BASE = rl.TrainConfig(
 
 def test_lanes_are_every_combination_then_every_seed():
     config = BASE.replace(num_seeds=2, hparams={"lr": [1e-3, 3e-4], "gamma": "0.9,0.9000001"})
-    names = [lane.name for lane in lanes(config)]
+    names = [lane.name for lane in resolve(config).lanes]
     assert names[:3] == [
         "lr=0.001-gamma=0.9-seed-0",
         "lr=0.001-gamma=0.9-seed-1",

@@ -229,9 +229,9 @@ def test_brax_names_resolve_through_the_config():
     from jaxrl_fdg import config as cfg
     from jaxrl_fdg.errors import ConfigError
 
-    env, params = cfg._environment("brax/inverted_pendulum")
+    env, params = cfg.make_env("brax/inverted_pendulum")
     assert params.max_steps == 1000 and env.action_space(params).shape == (1,)
     with pytest.raises(ConfigError, match="brax/inverted_pendulum:warp"):
-        cfg._environment("brax/inverted_pendulum:warp")
+        cfg.make_env("brax/inverted_pendulum:warp")
     with pytest.raises(ConfigError, match="dqn needs a Discrete action space"):
         cfg.resolve(cfg.TrainConfig(algo="dqn", env="brax/inverted_pendulum", out=None))

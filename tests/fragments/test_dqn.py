@@ -10,7 +10,7 @@ from jaxrl_fdg.config import resolve
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.networks import QNetwork
 from jaxrl_fdg.fragments.offpolicy import n_step_experience
-from jaxrl_fdg.loop import Transition
+from jaxrl_fdg.core.loop import Transition
 
 TINY = rl.TrainConfig(
     algo="dqn",
@@ -98,13 +98,14 @@ def test_warm_up_acts_at_random_then_epsilon_decays():
     loop = rl.build_loop(resolve(TINY))
     state = loop.init(jax.random.key(0))
     carry = loop.rollout_carry(state.fragments, jax.random.key(1))
-    inputs = loop.actor_inputs(loop.fixed_edges(state.fragments), carry)
+    edges = loop.step_edges(loop.fixed_edges(state.fragments), carry)
+    inputs = {name: edges[name] for name in loop.actor.inputs}
     assert sorted(inputs) == ["observation", "params"]
     q = QNetwork(2, (120, 84)).apply(inputs["params"], inputs["observation"])
     greedy = np.asarray(jnp.argmax(q, -1))
 
     def greedy_share(steps):
-        act = jax.jit(jax.vmap(lambda k: loop.act(jnp.int32(steps), inputs, k)[:2]))
+        act = jax.jit(jax.vmap(lambda k: loop.step_fn(0)(jnp.int32(steps), inputs, k)[:2]))
         counts, out = act(jax.random.split(jax.random.key(2), 2000))
         assert (np.asarray(counts) == steps + 2).all()  # the actor counts env steps
         return float((np.asarray(out["action"]) == greedy).mean())

@@ -21,9 +21,10 @@ def test_actor_outputs(tiny):
     loop = rl.build_loop(resolve(tiny))
     state = loop.init(jax.random.key(0))
     carry = loop.rollout_carry(state.fragments, jax.random.key(1))
-    inputs = loop.actor_inputs(loop.fixed_edges(state.fragments), carry)
+    edges = loop.step_edges(loop.fixed_edges(state.fragments), carry)
+    inputs = {name: edges[name] for name in loop.actor.inputs}
     assert sorted(inputs) == ["observation", "params"]  # only what the actor declared
-    _, out, _, _ = loop.act(carry.actor, inputs, carry.key)
+    _, out, _, _ = loop.step_fn(0)(carry.states["actor"], inputs, carry.key)
     assert out["action"].shape == (2,) and out["action"].dtype == jnp.int32
     assert out["log_prob"].shape == out["value"].shape == (2,)
     # Orthogonal init with gain 0.01 on the logits: the initial policy is near uniform.

@@ -41,7 +41,7 @@ def main(wheel: str) -> None:
         path = Path(importlib.import_module(module).__file__).resolve()
         if site not in path.parents:
             raise SystemExit(f"{module} was imported from {path}, not from the installed wheel")
-    for module in ("jaxrl_fdg.cli", "jaxrl_fdg.plots", "jaxrl_fdg.run_folder"):
+    for module in ("jaxrl_fdg.cli", "jaxrl_fdg.plots", "jaxrl_fdg.run.run_folder"):
         importlib.import_module(module)
     heavy = {m.split(".")[0] for m in sys.modules} & {"matplotlib", "tensorboardX"}
     if heavy:

@@ -3,10 +3,11 @@
 Every process runs the same command with its own ``process_id``. :func:`initialize` connects the
 processes through ``jax.distributed.initialize`` (process 0 hosts the coordinator at
 ``coordinator``); from then on ``jax.devices()`` lists the devices of every process, and the
-data-parallel placement's ``shard_map`` mesh spans them all (``jaxrl_fdg.placement``). Each
-process feeds and steps the shards on its own devices; the gradient mean is the one collective,
-and it crosses processes. A run over ``P`` processes of ``D`` devices each computes what one
-process with ``P × D`` shards computes (tests/core/test_distributed.py).
+data-parallel placement's ``shard_map`` mesh spans them all
+(``jaxrl_fdg.policies.data_parallel``). Each process feeds and steps the shards on its own devices;
+the gradient mean is the one collective, and it crosses processes. A run over ``P`` processes of
+``D`` devices each computes what one process with ``P × D`` shards computes
+(tests/core/test_distributed.py).
 
 On CPU devices the cross-process collectives go over TCP with gloo
 (``jax_cpu_collectives_implementation``); GPUs use NCCL, as JAX arranges.
@@ -114,7 +115,7 @@ def check_mesh(config: Any) -> None:
     if jax.process_count() != config.num_processes:
         raise ConfigError(
             f"num_processes = {config.num_processes} but JAX runs {jax.process_count()} "
-            "process(es): call jaxrl_fdg.distributed.initialize first (train does)"
+            "process(es): call jaxrl_fdg.policies.distributed.initialize first (train does)"
         )
     total = jax.device_count()
     if config.devices != total:

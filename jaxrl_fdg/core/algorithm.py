@@ -1,7 +1,10 @@
 """What an algorithm is: fragments built from a context, plus a registry of algorithms by name.
 
-An algorithm supplies an actor and a learner fragment; the environment fragment comes from the
-environment registry. Algorithms never see the fusion mode: the same ``build`` serves all of them.
+An algorithm supplies an actor and a learner fragment (and, off-policy, a replay); the
+environment fragment comes from the environment registry. Algorithms never see the fusion mode
+or the placement: the same ``build`` serves all of them. A placement that needs the learners'
+gradients combined (data parallelism) says so through the context, and learners take their
+optimizer from :meth:`AlgorithmContext.optimizer`, so the combination cannot be forgotten.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from typing import Any, NamedTuple
 
 import optax
 
+from jaxrl_fdg.core.fragment import Fragment, Role
 from jaxrl_fdg.envs.spaces import Space
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import Fragment, Role
+
+
+def _identity(tree: Any) -> Any:
+    return tree
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,13 +32,13 @@ class AlgorithmContext:
 
     Attributes:
       observation_space, action_space: of a single environment.
-      num_envs: environments stepped in parallel (the batch axis ``B``).
+      num_envs: environments stepped in parallel by this copy of the graph (the batch axis
+        ``B``; a data-parallel shard's share).
       rollout_len: steps per rollout (the time axis ``T``).
       num_iterations: rollout + update iterations in the whole run (for schedules).
       hparams: the algorithm's own hyperparameter dataclass.
-      mean_gradients: applied by learners to their gradients before the optimizer step. The
-        identity on one device; a data-parallel placement sets it to a mean over its shards, so
-        that collectives are injected by the placement and no fragment names a device axis.
+      combine_gradients: set by the placement, never called by an algorithm: the identity on one
+        device, a mean over the shards of a data-parallel run. :meth:`optimizer` applies it.
     """
 
     observation_space: Space
@@ -40,55 +47,41 @@ class AlgorithmContext:
     rollout_len: int
     num_iterations: int
     hparams: Any
-    mean_gradients: Callable[[Any], Any] = lambda grads: grads
+    combine_gradients: Callable[[Any], Any] = _identity
 
     @property
     def batch_size(self) -> int:
         return self.num_envs * self.rollout_len
 
-    def averaged(self, tx: optax.GradientTransformation) -> optax.GradientTransformation:
-        """``tx`` applied to gradients passed through :attr:`mean_gradients` first."""
+    def optimizer(self, tx: optax.GradientTransformation) -> optax.GradientTransformation:
+        """``tx`` as a learner must use it: gradients pass through the placement's
+        :attr:`combine_gradients` first, so every copy of a learner applies the same update."""
+        combine = self.combine_gradients
         return optax.GradientTransformation(
-            tx.init,
-            lambda grads, state, params=None: tx.update(self.mean_gradients(grads), state, params),
+            tx.init, lambda grads, state, params=None: tx.update(combine(grads), state, params)
         )
 
 
-class Replay(NamedTuple):
-    """An off-policy algorithm's replay: a fragment that stores, and the sampling side the loop
-    drives between learner updates.
-
-    Attributes:
-      fragment: role ``replay``; its state is the buffer, its ``apply`` stores the edge
-        ``trajectory`` (one rollout, ``[T, B]``).
-      sample: ``(replay state, key, env_steps) -> Sample`` (``env_steps`` drives schedules such as
-        prioritized replay's β).
-      update: ``(replay state, sample, td_error [batch]) -> replay state``: priority updates (the
-        identity for uniform replay).
-      can_sample: ``replay state -> bool``.
-    """
-
-    fragment: Fragment
-    sample: Callable[[Any, Any, Any], Any]
-    update: Callable[[Any, Any, Any], Any]
-    can_sample: Callable[[Any], Any]
-
-
 class OffPolicy(NamedTuple):
-    """How an off-policy learner is fed: from ``replay``, ``updates_per_iteration`` times per
-    rollout, once ``learning_starts`` env steps have been collected (the warm-up)."""
+    """How an off-policy learner is fed: from ``replay`` (a fragment whose ``apply`` stores the
+    ``trajectory`` and whose methods ``sample`` a ``batch`` and ``update`` priorities from the
+    learner's ``td_error``), ``updates_per_iteration`` times per rollout, once
+    ``learning_starts`` env steps have been collected and ``can_sample(replay state)`` holds."""
 
-    replay: Replay
+    replay: Fragment
     updates_per_iteration: int
     learning_starts: int
+    can_sample: Callable[[Any], Any]
 
 
 class Algorithm(NamedTuple):
     """The algorithm-specific fragments of the graph.
 
     An on-policy algorithm's learner reads the edge ``trajectory`` once per rollout. An
-    off-policy one (``off_policy`` set) reads ``batch``, a :class:`~jaxrl_fdg.fragments.replay.
-    Sample` drawn from the replay, and outputs ``td_error`` for the replay's priorities.
+    off-policy one (``off_policy`` set) reads ``batch``, drawn from the replay, and outputs
+    ``td_error`` for the replay's priorities. ``extra`` holds further fragments of any role
+    (``transform`` for a node the core has never heard of): the graph schedules them by their
+    edges (see :mod:`jaxrl_fdg.core.graph`).
 
     ``policy(params, observations) -> actions`` is the deterministic policy used for evaluation
     (the most probable action, or the mean of a Gaussian), on the learner's published ``params``.
@@ -99,11 +92,22 @@ class Algorithm(NamedTuple):
     learner: Fragment
     off_policy: OffPolicy | None = None
     policy: Callable[[Any, Any], Any] | None = None
+    extra: tuple[Fragment, ...] = ()
+
+    @property
+    def fragments(self) -> tuple[Fragment, ...]:
+        """Actor, learner, the replay if any, then ``extra``."""
+        replay = (self.off_policy.replay,) if self.off_policy is not None else ()
+        return (self.actor, self.learner, *replay, *self.extra)
+
+    def with_fragments(self, *fragments: Fragment) -> Algorithm:
+        """This algorithm with ``fragments`` added to its graph."""
+        return self._replace(extra=(*self.extra, *fragments))
 
     def check(self) -> None:
         pairs = [(self.actor, Role.ACTOR), (self.learner, Role.LEARNER)]
         if self.off_policy is not None:
-            pairs.append((self.off_policy.replay.fragment, Role.REPLAY))
+            pairs.append((self.off_policy.replay, Role.REPLAY))
         for frag, role in pairs:
             if frag.role is not role:
                 raise ValueError(

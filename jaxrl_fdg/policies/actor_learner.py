@@ -1,25 +1,26 @@
-"""The actor/learner placement: the rollout on one device, the learner on another.
+"""Placement ``actor_learner``: the rollout on one device, the learner on another.
 
-The loop's pure functions are split along the graph: the env and the actor (and the key stream)
-live on the *actor* device, the learner (and the replay, if any) on the *learner* device. Each
+The loop's pure functions are split along the graph: the step phase (env, actor, and the key
+stream) lives on the *actor* device, the learn phase (learner, replay, ...) on the *learner*
+device. Each
 iteration runs two programs, compiled apart as in the ``fragment`` fusion mode:
 
-* ``rollout`` on the actor device, reading the learner's published ``params`` (a copy moved
-  there after every update);
+* ``rollout`` on the actor device, reading the edges the learner side publishes for it (its
+  ``params``, a copy moved there after every update);
 * ``learner`` on the learner device, reading the trajectory and its learn key (moved there).
 
 Synchronous (``policy_lag = 0``): rollout, then update, as in every other placement. The result
 equals the ``single`` placement for the same seed: the same functions run in the same order on
 the same inputs.
 
-Asynchronous (``policy_lag = 1``): the loop is a :class:`~jaxrl_fdg.loop.LaggedLoop`. The learner
-trains on the rollout collected the iteration before, so iteration ``i``'s two programs share no
-input: the host dispatches both, and the actor device collects rollout ``i + 1`` with the
+Asynchronous (``policy_lag = 1``): the loop is a :class:`~jaxrl_fdg.core.lagged.LaggedLoop`. The
+learner trains on the rollout collected the iteration before, so iteration ``i``'s two programs
+share no input: the host dispatches both, and the actor device collects rollout ``i + 1`` with the
 parameters of iteration ``i`` while the learner device trains on rollout ``i``. The result
 equals a ``LaggedLoop`` run in any fusion mode on one device.
 
-At host boundaries the plan hands the runner one :class:`~jaxrl_fdg.loop.LoopState` on the actor
-device (the default one), so checkpoints, evaluation and resumes see the usual state.
+At host boundaries the plan hands the runner one :class:`~jaxrl_fdg.core.types.LoopState` on the
+actor device (the default one), so checkpoints, evaluation and resumes see the usual state.
 """
 
 from __future__ import annotations
@@ -28,27 +29,33 @@ from typing import Any
 
 import jax
 
+from jaxrl_fdg.core.algorithm import AlgorithmSpec
+from jaxrl_fdg.core.lagged import LaggedLoop
+from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.types import LoopState, Pending
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragment import published
-from jaxrl_fdg.fusion import Plan
-from jaxrl_fdg.loop import LaggedLoop, Loop, LoopState, Pending
+from jaxrl_fdg.policies.base import BasePlacement, refuse_host_env, register
+from jaxrl_fdg.policies.fusion import Plan
 from jaxrl_fdg.profiling.timers import Timings
 
 DEVICES = 2  # one for the actors, one for the learner
-LAGS = (0, 1)
 
 
-def check(loop: Loop) -> None:
-    """The learner may read only what crosses to its device: trajectories, replay batches and
-    its own side's edges (not an edge the env or the actor publishes)."""
+def check(loop: LoopLike) -> None:
+    """The learner side may read only what crosses to its device: trajectories, replay batches,
+    the loop's counters and its own side's edges (not an edge the step phase publishes)."""
     side = set(loop.learner_side)
-    own = {e for f in loop.fragments if f.name in side for e in f.published}
-    foreign = set(loop.learner.inputs) - own - {"trajectory", "batch"}
-    if foreign:
-        raise ConfigError(
-            f"placement actor_learner: learner {loop.learner.name!r} reads "
-            f"{', '.join(sorted(foreign))}, published on the actors' device"
-        )
+    own = {e for f in loop.fragments if f.name in side for e in (*f.published, *f.outputs)}
+    for frag in loop.fragments:
+        if frag.name not in side:
+            continue
+        reads = {e for m in (frag.method("apply"), *frag.methods) for e in m.inputs}
+        foreign = reads - own - {"trajectory", "batch", "env_steps", "td_error"}
+        if foreign:
+            raise ConfigError(
+                f"placement actor_learner: {frag.name!r} reads "
+                f"{', '.join(sorted(foreign))}, published on the actors' device"
+            )
 
 
 def actor_learner_devices() -> tuple[jax.Device, jax.Device]:
@@ -68,10 +75,10 @@ class ActorLearnerPlan(Plan):
 
     mode = "fragment"
 
-    def __init__(self, loop: Loop | LaggedLoop, timings: Timings | None = None):
+    def __init__(self, loop: LoopLike, timings: Timings | None = None):
         super().__init__(loop, timings)
         self.lagged = isinstance(loop, LaggedLoop)
-        check(loop.loop if self.lagged else loop)
+        check(loop)
         self.actor_device, self.learner_device = actor_learner_devices()
         self._learner_names = set(loop.learner_side)
 
@@ -101,8 +108,8 @@ class ActorLearnerPlan(Plan):
         )
 
     def _params(self, learner: LoopState) -> dict[str, Any]:
-        """The learner's published edges, moved to the actor device for the next rollout."""
-        edges = published(self.loop.learner, learner.fragments[self.loop.learner.name])
+        """The learner side's edges the rollout reads, moved to the actor device."""
+        edges = self.loop.fixed_edges(learner.fragments)
         with self.timings.scope("transfer"):
             return jax.device_put(edges, self.actor_device)
 
@@ -143,3 +150,31 @@ class ActorLearnerPlan(Plan):
             fixed = self._params(learner)
             per_iteration.append(metrics)
         return self._merge(actor, learner, pending), per_iteration
+
+
+class ActorLearner(BasePlacement):
+    """The rollout on one device, the learn phase on another (``policy_lag`` 0 or 1)."""
+
+    name = "actor_learner"
+    fusion_modes = ("fragment",)
+    summary = "rollout on one device, learner on another; sync or async (policy_lag 1)"
+
+    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+        refuse_host_env(self, config, env, " (placement 'host_env' runs host simulators)")
+        if config.fusion not in self.fusion_modes:
+            raise ConfigError(
+                "placement actor_learner compiles the rollout and the learner apart, one per "
+                f"device: fusion must be 'fragment' (got {config.fusion!r})"
+            )
+        if config.devices != DEVICES:
+            raise ConfigError(
+                f"placement actor_learner uses {DEVICES} devices (actors, learner); "
+                f"got devices = {config.devices}"
+            )
+        actor_learner_devices()
+
+    def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
+        return ActorLearnerPlan(loop, timings)
+
+
+ACTOR_LEARNER = register(ActorLearner())

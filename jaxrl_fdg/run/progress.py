@@ -5,9 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
 
 def _fmt_return(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}"
@@ -17,11 +14,14 @@ class ProgressDisplay:
     """``update`` once per host boundary with the latest metrics row."""
 
     def __init__(self, total_steps: int, label: str, enabled: bool = True):
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
         self.total = total_steps
         self.enabled = enabled
         self.console = Console(stderr=True)
         self.live = enabled and self.console.is_terminal
-        self._progress: Progress | None = None
+        self._progress: Any = None
         if self.live:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.envs.base import Environment, EpisodeState, TimeStep
-from jaxrl_fdg.fragment import Fragment, Role, fragment
 
 ENV_OUTPUTS = (
     "reward",
@@ -68,7 +68,7 @@ def batched_env_fragment(
       init: ``key -> (simulator state, first observation [B, ...])``.
       step: ``(simulator state, action [B, ...], key) -> (simulator state, TimeStep of [B])``,
         auto-resetting finished episodes itself.
-      placement: ``"device"`` or ``"host"`` (see :class:`~jaxrl_fdg.fragment.Fragment`).
+      placement: ``"device"`` or ``"host"`` (see :class:`~jaxrl_fdg.core.fragment.Fragment`).
     """
 
     def init_state(key: jax.Array) -> EnvFragmentState:

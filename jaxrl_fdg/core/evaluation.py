@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.envs.base import Environment
-from jaxrl_fdg.fragment import Fragment, Role, fragment
 
 Policy = Callable[[Any, jax.Array], jax.Array]  # (params, observations [B, ...]) -> actions [B]
 

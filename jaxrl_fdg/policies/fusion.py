@@ -1,13 +1,14 @@
 """Fusion policies: where the compilation boundaries of the loop fall.
 
-Every mode runs the same :class:`~jaxrl_fdg.loop.Loop` functions in the same order with the same
-keys; only what is compiled together changes. From most split to most fused:
+Every mode runs the same loop functions (:mod:`jaxrl_fdg.core.loop`) in the same order with the
+same keys; only what is compiled together changes. From most split to most fused:
 
 ========== =====================================================================================
 eager      no compilation (``jax.disable_jit``): every op dispatched from Python. For debugging.
-step       each policy call and each env step is its own compiled call from a Python loop.
-fragment   the rollout scan and the learner update are compiled apart; host loop between.
-iteration  rollout + update in one program, called once per iteration.
+step       each step fragment's call (policy, env step, ...) is its own compiled call from a
+           Python loop; the learn phase is one more.
+fragment   the rollout scan and the learn phase are compiled apart; host loop between.
+iteration  rollout + learn phase in one program, called once per iteration.
 scan       up to ``chunk`` iterations inside one program between host boundaries (the default).
 ========== =====================================================================================
 
@@ -25,8 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.loop import Loop, LoopState
 from jaxrl_fdg.profiling.timers import Timings
 
 FUSION_MODES = ("eager", "step", "fragment", "iteration", "scan")
@@ -40,17 +42,12 @@ PROGRAMS = {
 }
 
 
-def check_mode(mode: str) -> None:
-    if mode not in FUSION_MODES:
-        raise ConfigError(f"unknown fusion mode {mode!r} (valid: {', '.join(FUSION_MODES)})")
-
-
 class Plan:
     """Compiled programs for one fusion mode, and how to advance the loop ``n`` iterations."""
 
     mode: str = ""
 
-    def __init__(self, loop: Loop, timings: Timings | None = None):
+    def __init__(self, loop: LoopLike, timings: Timings | None = None):
         self.loop = loop
         self.timings = timings or Timings()
         self._programs: dict[str, Callable] = {}
@@ -129,76 +126,93 @@ class Plan:
         raise FloatingPointError(f"NaN in the outputs of program {name!r}")
 
 
-class _StepPlan(Plan):
-    """A Python loop over env steps; each half of a step is its own compiled call. A host-placed
-    env fragment is not compiled: it runs in Python between the compiled policy calls."""
+class StepPlan(Plan):
+    """A Python loop over env steps; each step fragment's call is its own compiled program
+    (named after the fragment). A host-placed fragment is not compiled: it runs in Python
+    between the compiled calls."""
 
     mode = "step"
 
     def _uncompiled(self) -> set[str]:
-        return {"env"} if self.loop.env_frag.placement == "host" else set()
+        return {f.name for f in self.loop.step_fragments if f.placement == "host"}
 
     def _signatures(self, state):
         loop = self.loop
         state_b, k_rollout, k_learn = jax.eval_shape(loop.begin, state)
         fixed = loop.fixed_edges(state.fragments)
         carry = loop.rollout_carry(state.fragments, k_rollout)
-        actor_args = (carry.actor, loop.actor_inputs(fixed, carry), carry.key)
-        _, actor_out, k_env, _ = jax.eval_shape(loop.act, *actor_args)
-        env_args = (carry.env, loop.env_inputs(fixed, carry, actor_out), k_env)
-        _, env_out = jax.eval_shape(loop.env_step, *env_args)
-        transitions = [
-            loop.transition(loop.observation(carry), actor_out, env_out)
-        ] * loop.rollout_len
+        signatures = {"keys": (loop.begin, (state,))}
+        edges, outputs, keys = loop.step_edges(fixed, carry), {}, (carry.key,)
+        for i, frag in enumerate(loop.step_fragments):
+            args = (
+                carry.states[frag.name],
+                _inputs(frag, edges),
+                keys[0] if i == 0 else keys[i - 1],
+            )
+            signatures[frag.name] = (loop.step_fn(i), args)
+            result = jax.eval_shape(loop.step_fn(i), *args)
+            if i == 0:
+                keys = result[2]
+            outputs[frag.name] = result[1]
+            edges.update(result[1])
+        transitions = [loop.transition(edges, outputs)] * loop.rollout_len
         trajectory = jax.eval_shape(loop.stack, transitions)
-        return {
-            "keys": (loop.begin, (state,)),
-            "actor": (loop.act, actor_args),
-            "env": (loop.env_step, env_args),
-            "stack": (loop.stack, (transitions,)),
-            "learner": (loop.learn, (state_b, trajectory, k_learn)),
-        }
+        signatures["stack"] = (loop.stack, (transitions,))
+        signatures["learner"] = (loop.learn, (state_b, trajectory, k_learn))
+        return signatures
 
     def _advance(self, state, n):
-        loop, per_iteration = self.loop, []
+        per_iteration = []
         for _ in range(n):
             state, k_rollout, k_learn = self._call("keys", state)
-            fixed = loop.fixed_edges(state.fragments)
-            carry, transitions = loop.rollout_carry(state.fragments, k_rollout), []
-            for _ in range(loop.rollout_len):
-                observation = loop.observation(carry)
-                actor_state, actor_out, k_env, key = self._call(
-                    "actor", carry.actor, loop.actor_inputs(fixed, carry), carry.key
-                )
-                carry = carry._replace(actor=actor_state, key=key)
-                env_state, env_out = self._call(
-                    "env", carry.env, loop.env_inputs(fixed, carry, actor_out), k_env
-                )
-                transitions.append(loop.transition(observation, actor_out, env_out))
-                carry = carry._replace(env=env_state)
+            carry = self.loop.rollout_carry(state.fragments, k_rollout)
+            fixed = self.loop.fixed_edges(state.fragments)
+            transitions = []
+            for _ in range(self.loop.rollout_len):
+                carry, transition = self._step(fixed, carry)
+                transitions.append(transition)
             trajectory = self._call("stack", transitions)
-            states = loop.end_rollout(state.fragments, carry)
+            states = self.loop.end_rollout(state.fragments, carry)
             state, metrics = self._call(
                 "learner", state._replace(fragments=states), trajectory, k_learn
             )
             per_iteration.append(metrics)
         return state, per_iteration
 
+    def _step(self, fixed: dict, carry):
+        """One env step: the step fragments' programs in order, each on the edges so far."""
+        loop = self.loop
+        edges, states, outputs = loop.step_edges(fixed, carry), dict(carry.states), {}
+        key, keys = carry.key, ()
+        for i, frag in enumerate(loop.step_fragments):
+            inputs = _inputs(frag, edges)
+            if i == 0:
+                states[frag.name], out, keys, key = self._call(
+                    frag.name, states[frag.name], inputs, key
+                )
+            else:
+                states[frag.name], out = self._call(
+                    frag.name, states[frag.name], inputs, keys[i - 1]
+                )
+            outputs[frag.name] = out
+            edges.update(out)
+        return carry._replace(states=states, key=key), loop.transition(edges, outputs)
 
-class _EagerPlan(_StepPlan):
+
+def _inputs(frag, edges: dict) -> dict:
+    return {name: edges[name] for name in frag.inputs}
+
+
+class EagerPlan(StepPlan):
     """The step plan's loop with nothing compiled: ops run one by one, breakpoints work."""
 
     mode = "eager"
 
     def compile(self, state):
         loop = self.loop
-        self._programs = {
-            "keys": loop.begin,
-            "actor": loop.act,
-            "env": loop.env_step,
-            "stack": loop.stack,
-            "learner": loop.learn,
-        }
+        self._programs = {"keys": loop.begin, "stack": loop.stack, "learner": loop.learn}
+        for i, frag in enumerate(loop.step_fragments):
+            self._programs[frag.name] = loop.step_fn(i)
 
     def init(self, key):
         with self.timings.scope("init"), jax.disable_jit():
@@ -208,7 +222,7 @@ class _EagerPlan(_StepPlan):
         return jax.disable_jit()
 
 
-class _FragmentPlan(Plan):
+class FragmentPlan(Plan):
     mode = "fragment"
 
     def _signatures(self, state):
@@ -227,7 +241,7 @@ class _FragmentPlan(Plan):
         return state, per_iteration
 
 
-class _IterationPlan(Plan):
+class IterationPlan(Plan):
     mode = "iteration"
 
     def _signatures(self, state):
@@ -241,7 +255,7 @@ class _IterationPlan(Plan):
         return state, per_iteration
 
 
-class _ScanPlan(Plan):
+class ScanPlan(Plan):
     """Up to ``chunk`` iterations per call, in one program with a run-time trip count.
 
     The trip count is an argument, not a shape, so a last, shorter chunk reuses the same program.
@@ -249,7 +263,7 @@ class _ScanPlan(Plan):
 
     mode = "scan"
 
-    def __init__(self, loop: Loop, timings: Timings | None = None, chunk: int = 1):
+    def __init__(self, loop: LoopLike, timings: Timings | None = None, chunk: int = 1):
         super().__init__(loop, timings)
         if chunk < 1:
             raise ConfigError(f"chunk must be a positive number of iterations, got {chunk}")
@@ -283,18 +297,18 @@ class _ScanPlan(Plan):
         return {k: v[:n] for k, v in self.timings.device_get(buffers).items()}
 
 
-_PLANS = {
-    "eager": _EagerPlan,
-    "step": _StepPlan,
-    "fragment": _FragmentPlan,
-    "iteration": _IterationPlan,
-    "scan": _ScanPlan,
+PLANS: dict[str, type[Plan]] = {
+    "eager": EagerPlan,
+    "step": StepPlan,
+    "fragment": FragmentPlan,
+    "iteration": IterationPlan,
+    "scan": ScanPlan,
 }
 
 
-def make_plan(mode: str, loop: Loop, timings: Timings | None = None, chunk: int = 1) -> Plan:
-    """The plan for fusion ``mode``; ``chunk`` (iterations per program) matters to ``scan`` only."""
-    check_mode(mode)
+def make_plan(mode: str, loop: LoopLike, timings: Timings | None = None, chunk: int = 1) -> Plan:
+    """The plan for fusion ``mode``; ``chunk`` (iterations per program) matters to ``scan`` only.
+    ``mode`` is validated with the configuration (``jaxrl_fdg.config``), before this."""
     if mode == "scan":
-        return _ScanPlan(loop, timings, chunk)
-    return _PLANS[mode](loop, timings)
+        return ScanPlan(loop, timings, chunk)
+    return PLANS[mode](loop, timings)

@@ -10,13 +10,14 @@ a crash while writing leaves the previous checkpoints as they were; ``keep`` bou
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
-import orbax.checkpoint as ocp
 
+from jaxrl_fdg.core.loop import iterations_done
+from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.loop import LoopState, iterations_done
 
 FOLDER = "checkpoints"
 
@@ -29,6 +30,9 @@ class Checkpointer:
     """Saves and restores :class:`LoopState` under ``directory``, one sub-folder per iteration."""
 
     def __init__(self, directory: Path, keep: int = 3):
+        import orbax.checkpoint as ocp  # imported when a run writes or reads checkpoints
+
+        self._ocp = ocp
         self.directory = Path(directory).absolute()
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True)
         self._manager = ocp.CheckpointManager(self.directory, options=options)
@@ -37,7 +41,8 @@ class Checkpointer:
         """Write ``state`` (blocking until it is on disk); returns the iteration saved."""
         iteration = iterations_done(state)
         if iteration not in self._manager.all_steps():
-            self._manager.save(iteration, args=ocp.args.StandardSave(_saveable(state)))
+            args = self._ocp.args.StandardSave(_saveable(state))
+            self._manager.save(iteration, args=args)
             self._manager.wait_until_finished()
         return iteration
 
@@ -49,17 +54,41 @@ class Checkpointer:
         iteration = self.latest() if iteration is None else iteration
         if iteration is None:
             raise ConfigError(f"no checkpoint in {str(self.directory)!r}")
-        target = jax.tree.map(ocp.utils.to_shape_dtype_struct, _saveable(like))
-        saved = self._manager.restore(iteration, args=ocp.args.StandardRestore(target))
-        return saved._replace(key=jax.random.wrap_key_data(saved.key))
+        target = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, _saveable(like))
+        saved = self._manager.restore(iteration, args=self._ocp.args.StandardRestore(target))
+        return _restored(saved, like)
 
     def close(self) -> None:
         self._manager.close()
 
 
-def _saveable(state: LoopState) -> LoopState:
-    """Typed PRNG keys are stored as their raw key data."""
+def _saveable(state: LoopState) -> dict[str, Any]:
+    """The state as ``{leaf index: array}`` of the leaves that hold data: typed PRNG keys as their
+    raw key data; zero-size arrays (some Brax states have them) and non-array leaves, which
+    orbax cannot write and which carry nothing a restore needs beyond their shape, left out."""
+    leaves = jax.tree.leaves(_raw_keys(state))
+    return {_name(i): x for i, x in enumerate(leaves) if _holds_data(x)}
+
+
+def _restored(saved: dict[str, Any], like: LoopState) -> LoopState:
+    """``like`` with every leaf that holds data taken from ``saved``."""
+    raw = _raw_keys(like)
+    leaves, treedef = jax.tree.flatten(raw)
+    leaves = [saved[_name(i)] if _holds_data(x) else x for i, x in enumerate(leaves)]
+    state = jax.tree.unflatten(treedef, leaves)
+    return state._replace(key=jax.random.wrap_key_data(state.key))
+
+
+def _raw_keys(state: LoopState) -> LoopState:
     return state._replace(key=jax.random.key_data(state.key))
+
+
+def _holds_data(x: Any) -> bool:
+    return isinstance(x, jax.Array | np.ndarray) and x.size > 0
+
+
+def _name(index: int) -> str:
+    return f"leaf_{index:05d}"
 
 
 def find_non_finite(state: LoopState) -> str | None:

@@ -10,47 +10,40 @@ Fragments talk only through named edges:
 * ``publish(state) -> {edge: value}`` exposes part of the state to other fragments, for example a
   learner's current policy parameters or an environment's current observation. Published edges
   are read before ``apply`` runs: they are how feedback loops (params → actor, observation → actor)
-  close without a special first value.
+  close without a special first value;
+* ``methods``: further entry points over the same state, each with inputs and outputs of its own
+  (a replay's ``sample`` and ``update`` beside its ``apply``, which stores). The graph schedules
+  each one where its edges say, and every call runs under the fragment's named scope.
 
 Fragments contain no parallelism and no compilation: no ``jit``, no ``pmean``, no device names.
-Where and how they run is the business of a fusion or placement policy.
+Where and how they run is the business of a fusion or placement policy (``jaxrl_fdg.policies``).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import jax
 
-State = Any
-Edges = Mapping[str, Any]
+from jaxrl_fdg.core.types import ApplyFn, Edges, InitFn, PublishFn, State
 
 
 class Role(enum.StrEnum):
-    """What part a fragment plays in the RL loop; the fusion policies schedule by role."""
+    """What part a fragment plays in the RL loop.
+
+    ``env`` and ``actor`` run at every env step; ``learner`` and ``replay`` once per iteration,
+    after the rollout; ``evaluator`` outside training. A ``transform`` is any other node (an
+    observation normaliser, an intrinsic reward): the graph schedules it by its edges alone, at
+    every step if it reads step edges, after the rollout if it reads the ``trajectory``.
+    """
 
     ENV = "env"
     ACTOR = "actor"
     LEARNER = "learner"
     REPLAY = "replay"
     EVALUATOR = "evaluator"
-
-
-class InitFn(Protocol):
-    def __call__(self, key: jax.Array) -> State:
-        """Return the fragment's initial state."""
-
-
-class ApplyFn(Protocol):
-    def __call__(self, state: State, inputs: Edges, key: jax.Array) -> tuple[State, dict[str, Any]]:
-        """Consume ``inputs`` (named edges), return the new state and the produced edges."""
-
-
-class PublishFn(Protocol):
-    def __call__(self, state: State) -> dict[str, Any]:
-        """Return the edges this fragment exposes from its state."""
+    TRANSFORM = "transform"
 
 
 class EmptyState(NamedTuple):
@@ -65,6 +58,16 @@ def _publish_nothing(state: State) -> dict[str, Any]:
 def _init_empty(key: jax.Array) -> EmptyState:
     del key
     return EmptyState()
+
+
+class Method(NamedTuple):
+    """A further entry point of a fragment: ``apply(state, inputs, key) -> (state, outputs)``
+    over the fragment's own state, reading ``inputs`` and writing ``outputs``."""
+
+    name: str
+    apply: ApplyFn
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
 
 
 class Fragment(NamedTuple):
@@ -82,6 +85,7 @@ class Fragment(NamedTuple):
       placement: ``"device"`` (pure JAX: compiled wherever a fusion mode puts it) or ``"host"``
         (calls back into host code, e.g. a gymnasium simulator: split fusion modes run it
         uncompiled in Python between compiled calls).
+      methods: further entry points (:class:`Method`), by name.
     """
 
     name: str
@@ -93,6 +97,17 @@ class Fragment(NamedTuple):
     publish: PublishFn = _publish_nothing
     published: tuple[str, ...] = ()
     placement: str = "device"
+    methods: tuple[Method, ...] = ()
+
+    def method(self, name: str) -> Method:
+        """The entry point ``name`` (``"apply"`` is the fragment's own)."""
+        if name == "apply":
+            return Method("apply", self.apply, self.inputs, self.outputs)
+        for m in self.methods:
+            if m.name == name:
+                return m
+        valid = ", ".join(["apply", *(m.name for m in self.methods)])
+        raise ValueError(f"fragment {self.name!r} has no method {name!r} (valid: {valid})")
 
 
 PLACEMENTS = ("device", "host")
@@ -109,6 +124,7 @@ def fragment(
     publish: PublishFn = _publish_nothing,
     published: tuple[str, ...] = (),
     placement: str = "device",
+    methods: tuple[Method, ...] = (),
 ) -> Fragment:
     """Build a :class:`Fragment`, validating its declaration (a stateless one by default)."""
     if not name or not name.isidentifier():
@@ -120,28 +136,51 @@ def fragment(
         raise ValueError(f"unknown fragment role {role!r}; valid roles: {valid}") from None
     if placement not in PLACEMENTS:
         raise ValueError(f"unknown placement {placement!r}; valid: {', '.join(PLACEMENTS)}")
-    for label, names in (("inputs", inputs), ("outputs", outputs), ("published", published)):
+    declared = [("inputs", inputs), ("outputs", outputs), ("published", published)]
+    declared += [(f"{m.name} {kind}", names) for m in methods for kind, names in _ports(m)]
+    for label, names in declared:
         if len(set(names)) != len(names):
             raise ValueError(f"fragment {name!r} declares duplicate {label}: {names}")
+    method_names = [m.name for m in methods]
+    if len(set(method_names)) != len(method_names) or "apply" in method_names:
+        raise ValueError(f"fragment {name!r}: method names must be unique, not 'apply'")
     return Fragment(
-        name, role, init, apply, tuple(inputs), tuple(outputs), publish, tuple(published), placement
+        name,
+        role,
+        init,
+        apply,
+        tuple(inputs),
+        tuple(outputs),
+        publish,
+        tuple(published),
+        placement,
+        tuple(Method(m.name, m.apply, tuple(m.inputs), tuple(m.outputs)) for m in methods),
     )
 
 
-def call(frag: Fragment, state: State, inputs: Edges, key: jax.Array) -> tuple[State, dict]:
-    """Run ``frag.apply`` with its declared inputs only, and check what it produced."""
-    missing = [n for n in frag.inputs if n not in inputs]
+def _ports(m: Method) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return (("inputs", m.inputs), ("outputs", m.outputs))
+
+
+def call(
+    frag: Fragment, state: State, inputs: Edges, key: jax.Array, method: str = "apply"
+) -> tuple[State, dict[str, Any]]:
+    """Run one entry point of ``frag`` on its declared inputs only, and check what it produced.
+
+    ``inputs`` may hold more edges than the entry point reads; the others are not passed."""
+    entry = frag.method(method)
+    missing = [n for n in entry.inputs if n not in inputs]
     if missing:
         raise ValueError(
-            f"fragment {frag.name!r} needs input edge(s) {missing}; got {sorted(inputs)}"
+            f"fragment {frag.name!r} ({method}) needs input edge(s) {missing}; got {sorted(inputs)}"
         )
     # The scope name reaches the compiled program's op metadata: it is how a profiler trace of a
     # fused program splits device time by fragment (jaxrl_fdg.profiling.trace).
     with jax.named_scope(frag.name):
-        state, outputs = frag.apply(state, {n: inputs[n] for n in frag.inputs}, key)
-    if set(outputs) != set(frag.outputs):
+        state, outputs = entry.apply(state, {n: inputs[n] for n in entry.inputs}, key)
+    if set(outputs) != set(entry.outputs):
         raise ValueError(
-            f"fragment {frag.name!r} declared outputs {sorted(frag.outputs)} "
+            f"fragment {frag.name!r} ({method}) declared outputs {sorted(entry.outputs)} "
             f"but produced {sorted(outputs)}"
         )
     return state, outputs

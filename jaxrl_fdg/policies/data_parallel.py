@@ -1,12 +1,13 @@
-"""Placement: where the loop's fragments run. ``single`` is one device; ``data_parallel`` splits
-the environments into shards, one per device, and averages gradients across them.
+"""Placement ``data_parallel``: the environments split into shards, one per device, gradients
+averaged across them.
 
-Data parallelism is a wrapper around the unchanged :class:`~jaxrl_fdg.loop.Loop`: each shard runs
-the loop's pure functions on its own ``num_envs / shards`` environments, its own key stream, env
-state and replay, and a copy of the learner. The only collectives are injected here: the
-learner's gradients are averaged across shards through ``AlgorithmContext.mean_gradients`` (a
-``pmean`` over the shard axis), so every copy of the learner applies the same update and stays
-identical; metrics are averaged (episode counts and sums added). No fragment names an axis.
+Data parallelism is a wrapper around the unchanged :class:`~jaxrl_fdg.core.loop.Loop`: each shard
+runs the loop's pure functions on its own ``num_envs / shards`` environments, its own key stream,
+env state and replay, and a copy of the learner. The only collectives are injected here: the
+learner's gradients are averaged across shards by the optimizer the context hands every learner
+(``AlgorithmContext.optimizer``, whose gradients pass through a ``pmean`` over the shard axis),
+so every copy of the learner applies the same update and stays identical; metrics are averaged
+(episode counts and sums added). No fragment names an axis.
 
 Three backends run the same per-shard code:
 
@@ -16,13 +17,14 @@ Three backends run the same per-shard code:
   environments it computes what ``N`` devices with ``E`` environments each compute: the
   reference that multi-device runs are tested against, runnable anywhere.
 
-Under ``shard_map`` the mesh may span processes (``jaxrl_fdg.distributed``). What the host reads
-back (the iteration counter and the reduced metrics) is therefore kept whole on every device, so
-that every process can read it without a collective of its own.
+Under ``shard_map`` the mesh may span processes (``jaxrl_fdg.policies.distributed``). What the host
+reads back (the iteration counter and the reduced metrics) is therefore kept whole on every device,
+so that every process can read it without a collective of its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -32,10 +34,20 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
+from jaxrl_fdg import validate
+from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
+from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.loop import Loop, LoopState
+from jaxrl_fdg.policies import distributed
+from jaxrl_fdg.policies.base import (
+    BasePlacement,
+    LoopBuilder,
+    env_fragment,
+    refuse_host_env,
+    register,
+)
 
-PLACEMENTS = ("single", "data_parallel", "actor_learner", "host_env")
 BACKENDS = ("shard_map", "pmap", "vmap")
 AXIS = "shards"
 # How ``shard_map`` lays out what a shard computes: per shard (split along the leading shard axis),
@@ -66,27 +78,27 @@ def check_devices(shards: int, backend: str) -> list[jax.Device]:
     return devices[:shards]
 
 
-class ShardedLoop:
-    """A :class:`Loop` whose environments are split into ``shards`` data-parallel shards.
+class ShardedLoop(LoopWrapper):
+    """A loop whose environments are split into ``shards`` data-parallel shards.
 
     State leaves gain a leading shard axis; metrics come back reduced over shards (one value per
     iteration, as from a single-device loop).
     """
 
-    def __init__(self, loop: Loop, shards: int, backend: str = "shard_map"):
+    def __init__(self, loop: LoopLike, shards: int, backend: str = "shard_map"):
+        super().__init__(loop)
         if backend not in BACKENDS:
             raise ConfigError(f"unknown data-parallel backend {backend!r} (valid: {BACKENDS})")
-        self.loop, self.num_shards, self.backend = loop, shards, backend
+        self.num_shards, self.backend = shards, backend
         self._devices = check_devices(shards, backend)
-        wrap = self._wrapper()
-        for name in ("act", "env_step", "stack"):
-            setattr(self, name, wrap(getattr(loop, name), _SHARDED))
-        for name in ("begin", "rollout"):  # (state, ..., key)
-            setattr(self, name, wrap(getattr(loop, name), (_STATE, _SHARDED, _SHARDED)))
-        self._init = wrap(self._init_shard, _STATE)
+        self._wrap = self._wrapper()
         learned = (_STATE, _REPLICATED)  # (state, metrics reduced over shards)
-        self._learn = wrap(lambda *args: self._reduced(loop.learn(*args)), learned)
-        self._iteration = wrap(lambda state: self._reduced(loop.iteration(state)), learned)
+        self._init = self._wrap(self._init_shard, _STATE)
+        self._begin = self._wrap(loop.begin, (_STATE, _SHARDED, _SHARDED))
+        self._rollout = self._wrap(loop.rollout, (_STATE, _SHARDED, _SHARDED))
+        self._stack = self._wrap(loop.stack, _SHARDED)
+        self._learn = self._wrap(lambda *args: self._reduced(loop.learn(*args)), learned)
+        self._iteration = self._wrap(lambda state: self._reduced(loop.iteration(state)), learned)
 
     def _wrapper(self) -> Callable[[Callable, Any], Callable]:
         """``wrap(f, out_specs)``: ``f`` run on every shard. ``out_specs`` (``shard_map`` only)
@@ -128,13 +140,25 @@ class ShardedLoop:
 
         return wrap
 
-    # -- the Loop interface the fusion plans use ---------------------------------------------
+    # -- the computing pieces, on every shard ------------------------------------------------
 
-    def init(self, key: jax.Array):
+    def init(self, key: jax.Array) -> LoopState:
         """Shard ``d`` starts from ``fold_in(key, d)``; the learner copies from shard 0's."""
         return self._init(
             jax.vmap(lambda d: jax.random.fold_in(key, d))(jnp.arange(self.num_shards))
         )
+
+    def begin(self, state: LoopState):
+        return self._begin(state)
+
+    def rollout(self, state: LoopState, fixed: dict | None = None):
+        return self._rollout(state) if fixed is None else self._rollout(state, fixed)
+
+    def step_fn(self, index: int) -> Callable:
+        return self._wrap(self.inner.step_fn(index), _SHARDED)
+
+    def stack(self, transitions):
+        return self._stack(transitions)
 
     def learn(self, state, trajectory, key):
         state, metrics = self._learn(state, trajectory, key)
@@ -144,15 +168,11 @@ class ShardedLoop:
         state, metrics = self._iteration(state)
         return state, _first(metrics)
 
-    def __getattr__(self, name: str) -> Any:
-        # Edge plumbing (fixed_edges, actor_inputs, transition, ...), graph, fragments, sizes.
-        return getattr(self.loop, name)
-
     # -- per shard ---------------------------------------------------------------------------
 
     def _init_shard(self, key: jax.Array):
-        state = self.loop.init(key)
-        name = self.loop.learner.name
+        state = self.inner.init(key)
+        name = self.learner.name
         learner = jax.tree.map(lambda x: jax.lax.all_gather(x, AXIS)[0], state.fragments[name])
         return state._replace(fragments={**state.fragments, name: learner})
 
@@ -181,3 +201,49 @@ def _first(metrics: dict) -> dict:
 def first_shard(tree: Any) -> Any:
     """Shard 0's part of a sharded state (the learner is the same on every shard)."""
     return jax.tree.map(lambda x: x[0], tree)
+
+
+class DataParallel(BasePlacement):
+    """``num_envs`` split into ``devices`` shards (``dp_backend``: shard_map, pmap or vmap)."""
+
+    name = "data_parallel"
+    summary = "envs and batch sharded across devices, gradients all-reduced"
+
+    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+        super().check(config, env, spec)
+        refuse_host_env(self, config, env)
+        validate.divides("devices", config.devices, "num_envs", config.num_envs)
+        if config.policy_lag:
+            raise ConfigError(
+                f"policy_lag = {config.policy_lag} needs placement 'single' or 'actor_learner' "
+                f"(got {self.name!r})"
+            )
+        distributed.check_mesh(config)
+        check_devices(config.devices, config.dp_backend)
+
+    def context(self, config: Any, context: AlgorithmContext) -> AlgorithmContext:
+        """Each shard's context: its share of the environments, gradients averaged."""
+        devices = check_devices(config.devices, config.dp_backend)
+        critics = getattr(context.hparams, "num_critics", 1)
+        if config.dp_backend != "vmap" and devices[0].platform == "cpu" and critics > 1:
+            # A known hang, not a design limit: see the README's placement section.
+            raise ConfigError(
+                f"{config.algo} with num_critics = {critics} hangs under data_parallel on "
+                "XLA:CPU devices (seen with JAX 0.10.2); use num_critics = 1, dp_backend "
+                "'vmap', or a GPU"
+            )
+        return dataclasses.replace(
+            context,
+            num_envs=config.num_envs // config.devices,
+            combine_gradients=mean_over_shards,
+        )
+
+    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+        config = resolved.config
+        return ShardedLoop(build(env_fragment(resolved), {}), config.devices, config.dp_backend)
+
+    def evaluation(self, run: Callable) -> Callable:
+        return lambda states, key: run(first_shard(states), key)  # every shard holds the learner
+
+
+DATA_PARALLEL = register(DataParallel())

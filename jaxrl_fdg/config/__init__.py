@@ -1,0 +1,30 @@
+"""Run configuration: the schema, file input and output, sweeps, and resolution.
+
+``config`` validates and resolves; it asks the placement objects of ``jaxrl_fdg.policies`` to
+check what is theirs and never imports their internals.
+"""
+
+from jaxrl_fdg.config.files import dump_toml, from_mapping, load, to_mapping
+from jaxrl_fdg.config.resolve import Resolved, check_values, make_env, resolve
+from jaxrl_fdg.config.schema import AUTO_BOUNDARIES, NOT_COMPUTED, TrainConfig
+from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
+from jaxrl_fdg.config.values import coerce, make_hparams
+
+__all__ = [
+    "AUTO_BOUNDARIES",
+    "NOT_COMPUTED",
+    "Lane",
+    "Resolved",
+    "TrainConfig",
+    "check_values",
+    "coerce",
+    "dump_toml",
+    "from_mapping",
+    "lanes",
+    "load",
+    "make_env",
+    "make_hparams",
+    "resolve",
+    "split_sweep",
+    "to_mapping",
+]

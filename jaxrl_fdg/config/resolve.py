@@ -1,0 +1,118 @@
+"""Resolution: every value of a :class:`TrainConfig` checked once, and the objects it names built.
+
+All errors are :class:`ConfigError` naming the value and, where finite, the valid choices,
+raised before anything compiles. Placement-specific checks are the placement's own
+(``jaxrl_fdg.policies``): this module asks the placement object, never looks inside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from jaxrl_fdg import envs, policies, validate
+from jaxrl_fdg.config.schema import TrainConfig
+from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
+from jaxrl_fdg.config.values import make_hparams
+from jaxrl_fdg.core import algorithm as algorithms
+from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.lagged import POLICY_LAGS
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
+
+
+class Resolved(NamedTuple):
+    """A validated configuration and what it names.
+
+    Attributes:
+      hparams: the algorithm's hyperparameters, with the first value of each swept one.
+      sweep: the values of each swept hyperparameter (empty without a sweep).
+      lanes: the runs the configuration describes (seeds × sweep points), computed once.
+      placement: the execution policy that runs them.
+    """
+
+    config: TrainConfig
+    spec: AlgorithmSpec
+    hparams: Any
+    env: Any
+    env_params: Any
+    context: AlgorithmContext
+    sweep: dict[str, tuple[float, ...]]
+    lanes: tuple[Lane, ...]
+    placement: policies.Placement
+
+
+def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
+    """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms)."""
+    spec, hparams = check_values(config, spec)
+    env, env_params = make_env(config.env)
+    if config.total_steps < config.steps_per_iteration:
+        raise ConfigError(
+            f"total_steps = {config.total_steps} is less than one iteration "
+            f"(num_envs × rollout_len = {config.steps_per_iteration})"
+        )
+    _, sweep = split_sweep(spec, config.hparams)
+    runs = lanes(config, sweep)
+    placement = policies.select(config, len(runs))
+    placement.check(config, env, spec)
+    if env.on_host:  # a host simulator knows its spaces itself
+        spaces = env.observation_space, env.action_space
+    else:
+        spaces = env.observation_space(env_params), env.action_space(env_params)
+    context = AlgorithmContext(
+        observation_space=spaces[0],
+        action_space=spaces[1],
+        num_envs=config.num_envs,
+        rollout_len=config.rollout_len,
+        num_iterations=config.num_iterations,
+        hparams=hparams,
+    )
+    context = placement.context(config, context)
+    spec.check(context)
+    return Resolved(config, spec, hparams, env, env_params, context, sweep, runs, placement)
+
+
+def check_values(
+    config: TrainConfig, spec: AlgorithmSpec | None = None
+) -> tuple[AlgorithmSpec, Any]:
+    """Check each value on its own (names, ranges, the algorithm's hyperparameters); return the
+    algorithm's spec and hyperparameters. Checks that combine values, or that need the
+    environment built, are :func:`resolve`'s."""
+    spec = spec if spec is not None else algorithms.get(config.algo)
+    try:
+        envs.check_name(config.env)
+    except ValueError as e:  # an unknown name or prefix, a missing optional package
+        raise ConfigError(str(e)) from None
+    validate.choice("fusion mode", config.fusion, policies.FUSION_MODES)
+    validate.choice("profile mode", config.profile, PROFILE_MODES)
+    for name in ("total_steps", "num_envs", "rollout_len"):
+        validate.positive_int(name, getattr(config, name))
+    validate.non_negative("log_every", config.log_every)
+    validate.non_negative("checkpoint_every", config.checkpoint_every)
+    validate.positive_int("keep", config.keep)
+    validate.non_negative("eval_every", config.eval_every)
+    validate.positive_int("eval_episodes", config.eval_episodes)
+    validate.positive_int("num_seeds", config.num_seeds)
+    validate.choice("placement", config.placement, policies.registered())
+    validate.positive_int("devices", config.devices)
+    validate.choice("dp_backend", config.dp_backend, policies.DP_BACKENDS)
+    policies.check_processes(config)
+    validate.choice("policy_lag", config.policy_lag, POLICY_LAGS)
+    if not isinstance(config.seed, int) or isinstance(config.seed, bool):
+        raise ConfigError(f"seed must be an integer, got {config.seed!r}")
+    fixed, sweep = split_sweep(spec, config.hparams)
+    for name, values in sweep.items():  # each swept value is checked like a single one
+        for value in values:
+            make_hparams(spec, {**fixed, name: value})
+    return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in sweep.items()}})
+
+
+def make_env(name: str) -> tuple[Any, Any]:
+    """``(environment, params)`` for ``name`` (``envs.make`` parses every prefix); a host
+    simulator's params are ``None``."""
+    try:
+        return envs.make(name)
+    except (ImportError, ValueError) as e:
+        message = str(e)
+        raise ConfigError(
+            message if name in message else f"environment {name!r}: {message}"
+        ) from None

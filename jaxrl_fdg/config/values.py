@@ -1,0 +1,64 @@
+"""Values from files and the command line, converted to the fields' types or explained."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from jaxrl_fdg.core.algorithm import AlgorithmSpec
+from jaxrl_fdg.errors import ConfigError
+
+
+def make_hparams(spec: AlgorithmSpec, overrides: Mapping[str, Any]) -> Any:
+    """The algorithm's hyperparameter dataclass with ``overrides`` applied and type-checked."""
+    fields = {f.name: f for f in dataclasses.fields(spec.hparams)}
+    unknown = sorted(str(k) for k in overrides if k not in fields)
+    if unknown:
+        raise ConfigError(
+            f"unknown {spec.name} hyperparameter(s) {', '.join(unknown)} "
+            f"(valid: {', '.join(fields)})"
+        )
+    hints = typing.get_type_hints(spec.hparams)
+    values = {k: coerce(k, v, hints[k]) for k, v in overrides.items()}
+    return spec.hparams(**values)
+
+
+def coerce(name: str, value: Any, annotation: Any) -> Any:
+    """Convert ``value`` (from a file or the command line) to the field's type, or explain."""
+    origin = typing.get_origin(annotation)
+    try:
+        if annotation is bool:
+            if isinstance(value, str):
+                lowered = value.lower()
+                if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                return lowered in ("true", "1", "yes")
+            if not isinstance(value, bool):
+                raise ValueError
+            return value
+        if annotation is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if annotation is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if annotation is str:
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+        if origin is tuple:
+            (item,) = {a for a in typing.get_args(annotation) if a is not Ellipsis}
+            if isinstance(value, str):
+                value = [v for v in value.split(",") if v.strip()]
+            return tuple(coerce(name, v, item) for v in value)
+    except (TypeError, ValueError):
+        type_name = getattr(annotation, "__name__", str(annotation))
+        raise ConfigError(f"{name} must be of type {type_name}, got {value!r}") from None
+    return value
+
+
+# -- files -----------------------------------------------------------------------------------

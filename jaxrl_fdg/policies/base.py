@@ -1,0 +1,139 @@
+"""The execution-policy abstraction: one :class:`Placement` protocol and one registry.
+
+A placement decides where the fragments of a graph run and how the loop is driven, without any
+change to the algorithm: which configurations it accepts (:meth:`Placement.check`), how learners
+combine their gradients (:meth:`Placement.context`), how it wraps the loop (:meth:`wrap`), which
+plan drives it (:meth:`plan`), and how evaluation, the initial key and host resources follow.
+``single``, ``data_parallel``, ``actor_learner`` and ``host_env`` are registered by name
+(``--placement``); replication over seeds and sweep points is the placement a run of several
+lanes gets (:func:`select`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+
+from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.builder import LoopBuilder
+from jaxrl_fdg.core.fragment import Fragment
+from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.types import LoopState
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.policies.fusion import FUSION_MODES, Plan, make_plan
+from jaxrl_fdg.profiling.timers import Timings
+
+
+class Placement(Protocol):
+    """Where a graph's fragments run and how its loop is driven."""
+
+    name: str
+    fusion_modes: tuple[str, ...]
+    summary: str
+
+    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+        """Raise :class:`ConfigError` for a configuration this placement cannot run."""
+
+    def context(self, config: Any, context: AlgorithmContext) -> AlgorithmContext:
+        """The context the algorithm is built with (each copy's share of the envs, how its
+        gradients are combined)."""
+
+    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+        """The loop this placement drives, built with ``build``."""
+
+    def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
+        """The plan that compiles and advances ``loop`` in fusion ``mode``."""
+
+    def initial_key(self, resolved: Any) -> jax.Array:
+        """The key the run starts from."""
+
+    def evaluation(self, run: Callable) -> Callable:
+        """``run(states, key)`` (one learner's evaluation) as this placement's state calls it."""
+
+    def release(self, loop: LoopLike, state: LoopState) -> None:
+        """Free host resources the run's state holds (host simulators)."""
+
+
+class BasePlacement:
+    """Defaults shared by the placements: one copy of the graph, fused plans, one key."""
+
+    name = ""
+    fusion_modes: tuple[str, ...] = FUSION_MODES
+    summary = ""
+
+    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+        check_fusion(self, config.fusion)
+
+    def context(self, config: Any, context: AlgorithmContext) -> AlgorithmContext:
+        return context
+
+    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+        return build(env_fragment(resolved), {})
+
+    def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
+        return make_plan(mode, loop, timings, chunk)
+
+    def initial_key(self, resolved: Any) -> jax.Array:
+        return jax.random.key(resolved.config.seed)
+
+    def evaluation(self, run: Callable) -> Callable:
+        return run
+
+    def release(self, loop: LoopLike, state: LoopState) -> None:
+        if loop.env_frag.placement == "host":
+            from jaxrl_fdg.envs.host import close
+
+            close(int(np.asarray(state.fragments[loop.env_frag.name].env)))
+
+
+def env_fragment(resolved: Any, num_envs: int | None = None) -> Fragment:
+    """The env fragment of ``resolved``'s environment: ``num_envs`` (default: the context's)
+    JAX environments, or host simulators."""
+    num_envs = resolved.context.num_envs if num_envs is None else num_envs
+    if resolved.env.on_host:
+        from jaxrl_fdg.envs.host import host_env_fragment
+
+        return host_env_fragment(resolved.env, num_envs)
+    from jaxrl_fdg.core.env_fragment import env_fragment as jax_env_fragment
+
+    return jax_env_fragment(resolved.env, resolved.env_params, num_envs)
+
+
+def check_fusion(placement: Placement, mode: str) -> None:
+    if mode not in placement.fusion_modes:
+        raise ConfigError(
+            f"placement {placement.name!r} runs fusion modes "
+            f"{', '.join(placement.fusion_modes)}; got {mode!r}"
+        )
+
+
+def refuse_host_env(placement: Placement, config: Any, env: Any, hint: str = "") -> None:
+    if env.on_host:
+        raise ConfigError(
+            f"placement {placement.name!r} needs a JAX environment; {config.env} is a host "
+            f"simulator{hint}"
+        )
+
+
+_REGISTRY: dict[str, Placement] = {}
+
+
+def register(placement: Placement) -> Placement:
+    """Add ``placement`` under its name; a second one of the same name is refused."""
+    if placement.name in _REGISTRY:
+        raise ValueError(f"placement {placement.name!r} is already registered")
+    _REGISTRY[placement.name] = placement
+    return placement
+
+
+def registered() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def get(name: str) -> Placement:
+    if name not in _REGISTRY:
+        raise ConfigError(f"unknown placement {name!r} (valid: {', '.join(_REGISTRY)})")
+    return _REGISTRY[name]

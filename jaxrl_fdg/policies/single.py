@@ -1,0 +1,25 @@
+"""Placement ``single``: every fragment on one device, the default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxrl_fdg.core.algorithm import AlgorithmSpec
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.policies.base import BasePlacement, register
+
+
+class Single(BasePlacement):
+    name = "single"
+    summary = "every fragment on one device (a JAX env, or host simulators via callbacks)"
+
+    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+        super().check(config, env, spec)
+        if config.devices != 1:
+            raise ConfigError(
+                f"devices = {config.devices} needs placement 'data_parallel' (placement "
+                "'single' runs on one device)"
+            )
+
+
+SINGLE = register(Single())

@@ -1,0 +1,108 @@
+"""Evaluation during and after training: the evaluator fragment on the learner's ``params``,
+compiled ahead of time, with keys that depend only on the seed and the iteration."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxrl_fdg.config import Resolved, from_mapping, load, resolve
+from jaxrl_fdg.core.algorithm import AlgorithmSpec
+from jaxrl_fdg.core.evaluation import evaluation_key, evaluator
+from jaxrl_fdg.core.fragment import EmptyState, call, published
+from jaxrl_fdg.core.loop import iterations_done
+from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.types import LoopState
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.profiling import Timings
+from jaxrl_fdg.run.build import build_loop
+from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
+from jaxrl_fdg.run.checkpoint import Checkpointer
+from jaxrl_fdg.run.run_folder import RunFolder
+
+
+def check_evaluation(resolved: Resolved, loop: LoopLike) -> None:
+    if loop.policy is None:
+        raise ConfigError(f"algorithm {resolved.spec.name!r} defines no policy to evaluate")
+    if resolved.env.on_host:
+        raise ConfigError(
+            f"evaluation needs a JAX environment; {resolved.config.env} is a host simulator"
+        )
+
+
+def evaluation_program(
+    resolved: Resolved, loop: LoopLike, state: LoopState, timings: Timings
+) -> Callable[[LoopState, int], Any]:
+    """``(state, iteration) -> evaluation metrics`` (on the device): the evaluation fragment on the
+    learner's current ``params``, compiled ahead of time like the plan's programs."""
+    config = resolved.config
+    check_evaluation(resolved, loop)
+    frag = evaluator(resolved.env, resolved.env_params, loop.policy, config.eval_episodes)
+
+    def run(states: dict, key: jax.Array) -> dict[str, jax.Array]:
+        params = published(loop.learner, states[loop.learner.name])["params"]
+        return call(frag, EmptyState(), {"params": params}, key)[1]
+
+    seeds = np.asarray([lane.seed for lane in resolved.lanes])
+
+    def keys(iteration: int) -> jax.Array:
+        if len(seeds) == 1:
+            return evaluation_key(config.seed, iteration)
+        return jax.vmap(lambda seed: evaluation_key(seed, iteration))(seeds)
+
+    run = resolved.placement.evaluation(run)
+    with timings.scope("compile:evaluate", always=True):
+        program = jax.jit(run).lower(state.fragments, keys(0)).compile()
+
+    def evaluate(state: LoopState, iteration: int):
+        with timings.scope("evaluate"):
+            return program(state.fragments, keys(iteration))
+
+    return evaluate
+
+
+def evaluate(
+    run_dir: str | Path,
+    episodes: int | None = None,
+    iteration: int | None = None,
+    spec: AlgorithmSpec | None = None,
+) -> dict[str, Any]:
+    """Evaluate a run's checkpoint (the latest, or the one at ``iteration``): the deterministic
+    policy on ``episodes`` fresh environments (default: the run's ``eval_episodes``), with the
+    same keys as the run's own evaluation at that iteration. Writes ``evaluation.json`` into the
+    run folder and returns what it holds."""
+    folder = RunFolder.open(run_dir)
+    source = str(folder.path / "config.toml")
+    config = from_mapping(load(source), source=source).replace(out=None, progress=False)
+    if episodes is not None:
+        config = config.replace(eval_episodes=episodes)
+    resolved = resolve(config, spec)
+    loop = build_loop(resolved)
+    checkpoints = folder.path / CHECKPOINTS
+    if not checkpoints.is_dir():
+        raise ConfigError(f"run {str(folder.path)!r} has no checkpoints to evaluate")
+    checkpointer = Checkpointer(checkpoints)
+    try:
+        like = jax.jit(loop.init)(resolved.placement.initial_key(resolved))
+        state = checkpointer.restore(like, iteration)
+    finally:
+        checkpointer.close()
+    program = evaluation_program(resolved, loop, state, Timings("off"))
+    done = iterations_done(state)
+    values = jax.device_get(program(state, done))
+    result = {
+        "run": str(folder.path),
+        "iteration": done,
+        "env_steps": done * config.steps_per_iteration,
+        "episodes": config.eval_episodes,
+        **{k: float(np.mean(v)) for k, v in values.items()},  # the mean over seeds, if several
+    }
+    if len(resolved.lanes) > 1:
+        result["runs"] = [lane.name for lane in resolved.lanes]
+        result["per_run"] = {k: np.asarray(v).tolist() for k, v in values.items()}
+    folder.write_json("evaluation.json", result)
+    return result

@@ -1,0 +1,83 @@
+"""Metric rows and run summaries: what ``metrics.jsonl`` and ``summary.json`` hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaxrl_fdg.profiling import summary_table
+
+EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
+
+
+def length(metrics: dict[str, np.ndarray]) -> int:
+    return len(next(iter(metrics.values())))
+
+
+def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
+    n = length(metrics)
+    row: dict[str, Any] = {
+        "iteration": iterations,
+        "step": iterations * config.steps_per_iteration,
+        "wall_s": round(wall, 4),
+        "steps_per_s": n * config.steps_per_iteration / max(window_wall, 1e-9),
+    }
+    row.update(_episode_stats(metrics))
+    for key, values in metrics.items():
+        if key not in EPISODE_KEYS:
+            row[key] = float(np.mean(values))
+    return row
+
+
+def _episode_stats(metrics: dict[str, np.ndarray]) -> dict[str, Any]:
+    episodes = float(np.sum(metrics.get("episodes", 0.0)))
+    stats: dict[str, Any] = {
+        "episodes": int(episodes),
+        "episode_return": None,
+        "episode_length": None,
+    }
+    if episodes > 0 and "episode_return_sum" in metrics:
+        stats["episode_return"] = float(np.sum(metrics["episode_return_sum"]) / episodes)
+        stats["episode_length"] = float(np.sum(metrics["episode_length_sum"]) / episodes)
+    return stats
+
+
+def concat(history: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if not history:
+        return {}
+    return {k: np.concatenate([h[k] for h in history]) for k in history[0]}
+
+
+def summary(config, status, rows, timing) -> dict[str, Any]:
+    iterations = rows[-1]["iteration"] if rows else 0
+    steps = iterations * config.steps_per_iteration
+    final = next(
+        (r["episode_return"] for r in reversed(rows) if r["episode_return"] is not None), None
+    )
+    return {
+        "status": status,
+        "algo": config.algo,
+        "env": config.env,
+        "fusion": config.fusion,
+        "seed": config.seed,
+        "iterations": iterations,
+        "env_steps": steps,
+        "final_return": final,
+        "steps_per_s": steps / timing["run_s"] if timing["run_s"] > 0 else None,
+        "compile_s": timing["compile_s"],
+        "run_s": timing["run_s"],
+        "timing": timing,
+    }
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    final = summary["final_return"]
+    lines = [
+        f"{summary['status']}: {summary['env_steps']:,} env steps in {summary['run_s']:.2f} s "
+        f"(+{summary['compile_s']:.2f} s compile)",
+        f"final return {'—' if final is None else f'{final:.1f}'}   "
+        f"{(summary['steps_per_s'] or 0):,.0f} env-steps/s",
+        summary_table(summary["timing"]).rstrip(),
+    ]
+    return "\n".join(lines)

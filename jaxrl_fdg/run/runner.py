@@ -1,0 +1,254 @@
+"""The runner: validate, build the graph, compile the plan ahead of time, run it, record it.
+
+Host-side work happens at host boundaries only (every ``log_every`` iterations): reading metrics
+back, writing ``metrics.jsonl``, updating progress. Between boundaries the plan runs untouched.
+Every placement-specific step is the placement object's (``resolved.placement``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from jaxrl_fdg.config import (
+    NOT_COMPUTED,
+    Resolved,
+    TrainConfig,
+    load,
+    make_hparams,
+    resolve,
+    to_mapping,
+)
+from jaxrl_fdg.core.algorithm import AlgorithmSpec
+from jaxrl_fdg.core.loop import iterations_done
+from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.types import LoopState
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.policies import distributed
+from jaxrl_fdg.profiling import Timings
+from jaxrl_fdg.run import metrics as metric_rows
+from jaxrl_fdg.run.build import build_loop
+from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
+from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
+from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_program
+from jaxrl_fdg.run.run_folder import RunFolder
+from jaxrl_fdg.run.session import Session, StopOnSignal
+
+
+class RunResult(NamedTuple):
+    """What :func:`train` returns.
+
+    Attributes:
+      state: the final loop state (graph state, key, iteration).
+      metrics: per-iteration metrics, ``{name: array [num_iterations]}``.
+      summary: what ``summary.json`` holds.
+      run_dir: the run folder, or ``None`` when ``config.out`` is ``None``.
+    """
+
+    state: LoopState
+    metrics: dict[str, np.ndarray]
+    summary: dict[str, Any]
+    run_dir: Any
+
+
+def initial_key(config: TrainConfig, spec: AlgorithmSpec | None = None) -> jax.Array:
+    """The key :func:`train` starts from: one per lane (seed × sweep point) if there are
+    several."""
+    resolved = resolve(config, spec)
+    return resolved.placement.initial_key(resolved)
+
+
+def make_train(
+    config: TrainConfig, spec: AlgorithmSpec | None = None
+) -> Callable[[jax.Array], tuple[LoopState, dict[str, jax.Array]]]:
+    """The whole run as one pure function ``train(key) -> (final state, metrics [iterations])``.
+
+    Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. With
+    ``key = initial_key(config)`` it computes what :func:`train` computes.
+    """
+    loop = build_loop(resolve(config, spec))
+
+    def train_fn(key: jax.Array):
+        state = loop.init(key)
+        return jax.lax.scan(loop.iteration, state, length=config.num_iterations)
+
+    return train_fn
+
+
+def train(
+    config: TrainConfig,
+    spec: AlgorithmSpec | None = None,
+    *,
+    print_summary: bool = False,
+    resume: str | Path | None = None,
+) -> RunResult:
+    """Train as ``config`` says; write the run folder; return the final state and metrics.
+
+    With ``resume`` (a run folder written with this ``config``), the run continues from that
+    folder's latest checkpoint and computes what the uninterrupted run would have; rows logged
+    after the checkpoint are replaced. ``RunResult.metrics`` then covers the resumed part only.
+
+    Ctrl-C or SIGTERM stops the run at the next host boundary with a checkpoint (when there is a
+    run folder); a second Ctrl-C stops at once.
+    """
+    if config.num_processes > 1:  # connect the processes before JAX starts its backends
+        if resume is not None:
+            raise ConfigError("runs across processes write no checkpoints to resume from")
+        distributed.initialize_for(config)
+    if config.compile_cache:  # before anything compiles; a cache configured otherwise is kept
+        from jaxrl_fdg.run import compile_cache
+
+        compile_cache.enable()
+    resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
+    # JAX's NaN checks hook its jit dispatch; the plans then call programs through it.
+    debug_nans = jax.config.jax_debug_nans
+    jax.config.update("jax_debug_nans", config.debug_nans)
+    try:
+        return _train(resolved, print_summary, resume)
+    finally:
+        jax.config.update("jax_debug_nans", debug_nans)
+
+
+def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -> RunResult:
+    config = resolved.config
+    if not distributed.is_primary():  # process 0 alone shows progress and writes the run folder
+        config = config.replace(out=None, progress=False)
+        resolved = resolved._replace(config=config)
+    loop = build_loop(resolved)
+    _check_run(resolved, loop, resume)
+    plan = resolved.placement.plan(
+        config.fusion, loop, Timings(config.profile), config.boundary_every
+    )
+    folder, lane_folders = _folders(resolved, resume)
+    checkpointer = None
+    if folder is not None and not resolved.env.on_host and config.num_processes == 1:
+        checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep)
+    state, rows = _start(resolved, plan, checkpointer, folder, lane_folders, resume)
+    evaluate = None
+    if config.eval_every:
+        evaluate = evaluation_program(resolved, loop, state, plan.timings)
+    label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
+    session = Session(config, label, plan, folder, checkpointer, rows, evaluate, lane_folders)
+    try:
+        with StopOnSignal(session):
+            state = session.execute(state)
+    except NonFiniteError:
+        session.status = "non-finite"
+        raise
+    finally:
+        summary = session.finish(loop)
+        for lane_folder in lane_folders:
+            lane_folder.close()
+        if checkpointer is not None:
+            checkpointer.close()
+        resolved.placement.release(loop, state)
+    if print_summary:
+        print(metric_rows.format_summary(summary))
+    return RunResult(state, metric_rows.concat(session.history), summary, folder and folder.path)
+
+
+def _check_run(resolved: Resolved, loop: LoopLike, resume: str | Path | None) -> None:
+    """What needs the loop built, checked before anything compiles."""
+    config = resolved.config
+    if config.eval_every:
+        check_evaluation(resolved, loop)
+    if resolved.env.on_host and (config.checkpoint_every or resume is not None):
+        raise ConfigError(
+            f"{config.env} is a host simulator: its state lives outside JAX and cannot be "
+            "checkpointed (use a JAX environment, or checkpoint_every = 0)"
+        )
+
+
+def _folders(resolved: Resolved, resume: str | Path | None):
+    """The run folder (opened to resume, created, or ``None``) and one folder per lane."""
+    config = resolved.config
+    if resume is not None:
+        folder = RunFolder.open(resume)
+        _check_same_run(folder, resolved)
+    elif config.out is not None:
+        folder = RunFolder.create(config)
+        folder.write_config(to_mapping(resolved))
+    else:
+        folder = None
+    return folder, _lane_folders(folder, resolved, resume is not None)
+
+
+def _start(resolved, plan, checkpointer, folder, lane_folders, resume):
+    """The compiled plan's initial state (or the checkpoint it resumes from) and the metric
+    rows logged before it."""
+    with _sweep_errors(resolved):
+        state = plan.init(resolved.placement.initial_key(resolved))
+    rows: list[dict[str, Any]] = []
+    if resume is not None:
+        state = checkpointer.restore(state)
+        rows = folder.truncate_metrics(iterations_done(state))
+        for lane_folder in lane_folders:
+            lane_folder.truncate_metrics(iterations_done(state))
+    with _sweep_errors(resolved):
+        plan.compile(state)
+    return state, rows
+
+
+@contextlib.contextmanager
+def _sweep_errors(resolved: Resolved):
+    """A swept hyperparameter the algorithm uses to decide its program's structure (a Python
+    ``if`` or a size) fails while tracing, before anything compiles: say which and why."""
+    try:
+        yield
+    except (
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+        jax.errors.TracerArrayConversionError,
+    ) as e:
+        if not resolved.sweep:
+            raise
+        first = str(e).strip().splitlines()[0]
+        raise ConfigError(
+            f"{resolved.spec.name} cannot sweep {', '.join(resolved.sweep)} in one program: it "
+            f"decides the program's structure from a swept value ({first}); run one "
+            "configuration per value instead"
+        ) from None
+
+
+def _lane_folders(folder: RunFolder | None, resolved: Resolved, resume: bool) -> list[RunFolder]:
+    """With several lanes (seeds, sweep points), a run folder of its own for each inside the
+    run's folder, ``seed-<seed>/`` or ``<name>=<value>-seed-<seed>/``: its config (that run
+    alone) and its metrics, which ``jaxrl-fdg plot`` draws as replicates, grouped by what
+    differs."""
+    config = resolved.config
+    if folder is None or len(resolved.lanes) == 1:
+        return []
+    folders = []
+    for lane in resolved.lanes:
+        path = folder.path / lane.name
+        if resume:
+            folders.append(RunFolder.open(path))
+            continue
+        path.mkdir()
+        hparams = {**config.hparams, **lane.point}
+        single = resolved._replace(  # that run alone; nothing to check or build again
+            config=config.replace(seed=lane.seed, num_seeds=1, hparams=hparams),
+            hparams=make_hparams(resolved.spec, hparams),
+            sweep={},
+        )
+        folders.append(RunFolder(path))
+        folders[-1].write_config(to_mapping(single))
+    return folders
+
+
+def _check_same_run(folder: RunFolder, resolved: Resolved) -> None:
+    """A run resumes only with the configuration it was started with."""
+    saved = load(folder.path / "config.toml")
+    current = to_mapping(resolved)
+    keys = (set(saved) | set(current)) - set(NOT_COMPUTED)
+    changed = sorted(k for k in keys if saved.get(k) != current.get(k))
+    if changed:
+        details = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        raise ConfigError(
+            f"cannot resume {str(folder.path)!r} with a different configuration ({details})"
+        )

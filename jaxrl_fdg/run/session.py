@@ -1,0 +1,249 @@
+"""A training session: the loop between host boundaries and its bookkeeping (metric rows,
+progress, profiling, checkpoints, non-finite checks, stop requests)."""
+
+from __future__ import annotations
+
+import collections
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jaxrl_fdg.config import TrainConfig
+from jaxrl_fdg.core.evaluation import EVAL_OUTPUTS
+from jaxrl_fdg.core.loop import iterations_done
+from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.types import LoopState
+from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, trace
+from jaxrl_fdg.profiling.timers import user_scope_names
+from jaxrl_fdg.run import metrics as metric_rows
+from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
+from jaxrl_fdg.run.progress import ProgressDisplay
+from jaxrl_fdg.run.run_folder import RunFolder
+
+TRACE_ITERATIONS = 2  # iterations inside the profiler window of ``--profile trace``
+
+
+class Session:
+    """The loop between host boundaries and its bookkeeping: metrics rows, progress, profiling,
+    checkpoints, non-finite checks and stop requests."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        label: str,
+        plan,
+        folder: RunFolder | None,
+        checkpointer: Checkpointer | None = None,
+        rows: list[dict[str, Any]] | None = None,
+        evaluate: Callable[[LoopState, int], Any] | None = None,
+        seed_folders: list[RunFolder] | None = None,
+    ):
+        self.config, self.plan, self.folder = config, plan, folder
+        self.checkpointer = checkpointer
+        self.evaluate = evaluate
+        self.seed_folders = seed_folders or []
+        self.timings: Timings = plan.timings
+        total = config.num_iterations * config.steps_per_iteration
+        self.display = ProgressDisplay(total, label, enabled=config.progress)
+        self.history: list[dict[str, np.ndarray]] = []
+        self.rows: list[dict[str, Any]] = list(rows or [])
+        self.iterations = self.rows[-1]["iteration"] if self.rows else 0
+        self.events: list[dict[str, Any]] = []
+        self.session = 0.0  # the profiler's own start, stop and export: excluded from run time
+        self.status = "interrupted"
+        self.stop_requested = False
+        self.start = self.last = time.perf_counter()
+        if self.iterations:
+            self.display.update(self.rows[-1])
+
+    def execute(self, state: LoopState) -> LoopState:
+        config, plan = self.config, self.plan
+        start = iterations_done(state)
+        self.iterations = start
+        chunks = _chunks(config.num_iterations - start, config.boundary_every)
+        traced = None
+        if config.profile == "trace" and chunks:
+            chunks, traced = _split_for_trace(chunks, TRACE_ITERATIONS)
+        every = -(-config.checkpoint_every // config.steps_per_iteration)  # iterations, rounded up
+        eval_every = -(-config.eval_every // config.steps_per_iteration)
+        saved = start
+        # One chunk stays queued behind the one being read, so the device never idles while the
+        # host reads metrics and logs: chunk k+1 is dispatched before chunk k is collected.
+        in_flight: collections.deque = collections.deque()
+        for i, n in enumerate(chunks):
+            if self.stop_requested:
+                break
+            if i == traced:  # the profiler window holds this chunk alone
+                while in_flight:
+                    self.record(in_flight.popleft())
+                state = self.traced(state, n)
+                continue
+            state, pending = plan.advance(state, n)
+            end = start + sum(chunks[: i + 1])
+            evaluation = None
+            if eval_every and (end // eval_every > (end - n) // eval_every or i == len(chunks) - 1):
+                evaluation = self.evaluate(state, end)  # dispatched behind the chunk, not awaited
+            in_flight.append((pending, evaluation))
+            if len(in_flight) > 1:
+                self.record(in_flight.popleft())
+            if every and end // every > saved // every:
+                while in_flight:  # metrics up to the saved state are checked before it is saved
+                    self.record(in_flight.popleft())
+                saved = self.checkpoint(state)
+        while in_flight:
+            self.record(in_flight.popleft())
+        with self.timings.scope("collect"):
+            self.timings.wait(state)
+        if self.checkpointer is not None:  # the final state (or where a stop request left it)
+            self.checkpoint(state)
+        if not self.stop_requested:
+            self.status = "completed"
+        return state
+
+    def checkpoint(self, state: LoopState) -> int:
+        """Save ``state`` unless a fragment's state holds NaN or inf (then raise, keeping the last
+        good checkpoint). Waits for the device; charged to the ``checkpoint`` scope."""
+        with self.timings.scope("checkpoint"):
+            bad = find_non_finite(state)
+            if bad is not None:
+                raise NonFiniteError(
+                    f"non-finite values in {bad} at iteration {iterations_done(state)}; "
+                    "the last checkpoint is intact"
+                )
+            return self.checkpointer.save(state) if self.checkpointer else iterations_done(state)
+
+    def traced(self, state: LoopState, n: int) -> LoopState:
+        """Advance ``n`` iterations inside a profiler window; its own cost goes to ``session``."""
+        opened = time.perf_counter()
+        with trace.capture() as self.events:
+            window = time.perf_counter()
+            self.timings.annotating = True
+            state, pending = self.plan.advance(state, n)
+            self.record((pending, None))
+            self.timings.annotating = False
+            window = time.perf_counter() - window
+        self.session += time.perf_counter() - opened - window
+        return state
+
+    def record(self, pending: tuple[Any, Any]) -> None:
+        """Read one chunk's metrics (and evaluation, if any) back, waiting for them; log them."""
+        pending, evaluation = pending
+        with self.timings.scope("collect"):
+            metrics = self.plan.collect(pending)
+            if evaluation is not None:
+                evaluation = self.timings.device_get(evaluation)
+        with self.timings.scope("log"):
+            for key, values in metrics.items():
+                source = "env" if key in metric_rows.EPISODE_KEYS else "learner"
+                check_metrics({key: values}, self.iterations, source)
+            self.history.append(metrics)
+            now = time.perf_counter()
+            self.iterations += metric_rows.length(metrics)
+            row = metric_rows.row(
+                metrics, self.iterations, self.config, now - self.start, now - self.last
+            )
+            if self.evaluate is not None:  # every row has the columns, for metrics.csv
+                row.update({k: None for k in EVAL_OUTPUTS})
+                row.update({k: float(np.mean(v)) for k, v in (evaluation or {}).items()})
+            self._lane_rows(metrics, evaluation, now)
+            self.last = now
+            self.rows.append(row)
+            if self.folder is not None:
+                self.folder.append_metrics(row)
+            self.display.update(row)
+
+    def _lane_rows(self, metrics: dict, evaluation: dict | None, now: float) -> None:
+        """Each lane's own row, in its own folder (runs of several seeds or sweep points)."""
+        for i, lane_folder in enumerate(self.seed_folders):
+            lane_row = metric_rows.row(
+                {k: v[:, i] for k, v in metrics.items()},
+                self.iterations,
+                self.config,
+                now - self.start,
+                now - self.last,
+            )
+            if self.evaluate is not None:
+                lane_row.update({k: None for k in EVAL_OUTPUTS})
+                lane_row.update({k: float(v[i]) for k, v in (evaluation or {}).items()})
+            lane_folder.append_metrics(lane_row)
+
+    def finish(self, loop: LoopLike) -> dict[str, Any]:
+        """Close progress, attribute any trace, summarise, write the run folder's files."""
+        run_seconds = time.perf_counter() - self.start - self.session
+        self.display.close()
+        attribution, events = None, self.events
+        if events:
+            scopes = {f.name for f in loop.graph.fragments} | user_scope_names()
+            programs = [c.as_text() for c in self.plan.compiled.values()]
+            attribution, events = trace.attribute(events, programs, scopes)
+        overhead = scope_overhead(self.timings.mode) if self.timings.enabled else 0.0
+        timing = summarize(self.timings, run_seconds, overhead=overhead, attribution=attribution)
+        timing["profiler_session_s"] = self.session
+        summary = metric_rows.summary(self.config, self.status, self.rows, timing)
+        if self.folder is not None:
+            self.folder.write_summary(summary)
+            write_profile(self.folder, self.config, self.timings, timing, events)
+            self.folder.close()
+        return summary
+
+
+class StopOnSignal:
+    """While active, the first SIGINT (Ctrl-C) or SIGTERM asks the run to stop at the next host
+    boundary, with a checkpoint; from then on Ctrl-C interrupts at once (Python's default)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, run: Session):
+        self.run = run
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        del frame
+        self.run.stop_requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        name = signal.Signals(signum).name
+        print(
+            f"\njaxrl-fdg: {name}: stopping at the next host boundary with a checkpoint "
+            "(Ctrl-C again to stop now)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def write_profile(folder: RunFolder, config: TrainConfig, timings, timing, events) -> None:
+    if not timings.enabled:
+        return
+    folder.write_json("profile.json", {**timing, "scopes": timings.as_dict()})
+    if events:
+        trace.write_trace(folder.path / "trace.json.gz", events)
+    if config.profile in ("sync", "trace"):
+        chart.stacked_bars(timing, folder.path / "profile.png", title=folder.path.name)
+
+
+def _split_for_trace(chunks: list[int], size: int) -> tuple[list[int], int]:
+    """Carve a chunk of ``size`` iterations out of the second chunk (the first, if alone), so the
+    profiler window is short and follows a warm-up. Boundaries never change results."""
+    i = 1 if len(chunks) > 1 else 0
+    n = min(size, chunks[i])
+    pieces = [n] + ([chunks[i] - n] if chunks[i] > n else [])
+    return chunks[:i] + pieces + chunks[i + 1 :], i
+
+
+def _chunks(total: int, size: int) -> list[int]:
+    return [min(size, total - done) for done in range(0, total, size)]

@@ -1,0 +1,25 @@
+"""Importing the library loads no optional or heavy backend until it is used."""
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("orbax", "matplotlib", "yaml", "tensorboardX", "brax", "gymnasium", "gymnax", "mujoco")
+
+_SCRIPT = """
+import json, sys
+import jax, flax, optax  # what the core needs anyway; some of them bring yaml or rich
+before = set(sys.modules)
+import jaxrl_fdg, jaxrl_fdg.envs, jaxrl_fdg.fragments, jaxrl_fdg.profiling, jaxrl_fdg.cli
+added = {m.split(".")[0] for m in set(sys.modules) - before}
+print(json.dumps(sorted(added)))
+"""
+
+
+def test_import_loads_no_heavy_backend():
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120, check=True
+    )
+    added = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "jaxrl_fdg" in added
+    assert not added & set(HEAVY), sorted(added & set(HEAVY))
