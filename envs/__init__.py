@@ -1,4 +1,8 @@
-"""Pure JAX environments: ``reset``/``step`` over explicit state, spaces and a registry."""
+"""Pure JAX environments: ``reset``/``step`` over explicit state, spaces and a registry.
+
+``make(name)`` builds registered names and, through :mod:`jaxrl_fdg.envs.prefixes`, the
+prefixed ones: ``brax/<env>[:<backend>]``, ``gym/<id>`` and ``gymnax/<id>``.
+"""
 
 from jaxrl_fdg.envs.base import Environment, EpisodeState, TimeStep
 from jaxrl_fdg.envs.classic.acrobot import Acrobot, AcrobotParams, AcrobotState
@@ -12,8 +16,9 @@ from jaxrl_fdg.envs.classic.mountain_car import (
     MountainCarState,
 )
 from jaxrl_fdg.envs.classic.pendulum import Pendulum, PendulumParams, PendulumState
+from jaxrl_fdg.envs.errors import MissingDependencyError, UnknownEnvironmentError
+from jaxrl_fdg.envs.prefixes import AdapterRow, adapters
 from jaxrl_fdg.envs.registry import (
-    UnknownEnvironmentError,
     check_name,
     make,
     register,
@@ -48,6 +53,7 @@ __all__ = [
     "TimeLimit",
     "Wrapper",
     "Acrobot",
+    "AdapterRow",
     "AcrobotParams",
     "AcrobotState",
     "Box",
@@ -59,6 +65,7 @@ __all__ = [
     "CatchState",
     "Discrete",
     "Environment",
+    "MissingDependencyError",
     "EpisodeState",
     "MountainCar",
     "MountainCarContinuous",
@@ -71,6 +78,7 @@ __all__ = [
     "Space",
     "TimeStep",
     "UnknownEnvironmentError",
+    "adapters",
     "check_name",
     "make",
     "register",

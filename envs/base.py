@@ -64,6 +64,8 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
     """
 
     name: str = "environment"
+    on_host: bool = False
+    """False: a JAX environment, stepped on the device (``HostSimulator.on_host`` is True)."""
 
     # -- what subclasses provide -------------------------------------------------------------
 

@@ -71,6 +71,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_fdg.envs.base import Environment
+from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
 from jaxrl_fdg.envs.spaces import Box
 
 BACKENDS: tuple[str, ...] = ("mjx", "generalized", "positional", "spring")
@@ -136,8 +137,9 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
       **kwargs: passed to the Brax environment's constructor (e.g. ``terminate_when_unhealthy``).
 
     Raises:
-      ValueError: unknown environment name, unknown backend, or a backend the environment does
-        not support (the message names the valid choices).
+      UnknownEnvironmentError: unknown environment name (a ValueError naming close matches).
+      ValueError: unknown backend, or a backend the environment does not support (the message
+        names the valid choices).
     """
 
     def __init__(self, env_name: str, backend: str = "mjx", **kwargs: Any):
@@ -149,12 +151,13 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
         import brax.envs
 
         known = tuple(sorted(set(brax.envs._envs) - set(_UNSUPPORTED)))
-        if env_name in _UNSUPPORTED or env_name not in known:
-            why = f" ({_UNSUPPORTED[env_name]})" if env_name in _UNSUPPORTED else ""
-            raise ValueError(
-                f"unknown or unsupported Brax environment {env_name!r}{why}; "
+        if env_name in _UNSUPPORTED:
+            raise UnknownEnvironmentError(
+                f"unsupported Brax environment {env_name!r} ({_UNSUPPORTED[env_name]}); "
                 f"choose one of {', '.join(known)}"
             )
+        if env_name not in known:
+            raise UnknownEnvironmentError(unknown("Brax environment", env_name, known))
         valid = SUPPORTED_BACKENDS.get(env_name, BACKENDS)
         if backend not in valid:
             raise ValueError(

@@ -35,10 +35,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
-from jaxrl_fdg.env_fragment import batched_env_fragment
+from jaxrl_fdg.core.env_fragment import batched_env_fragment
+from jaxrl_fdg.core.fragment import Fragment
 from jaxrl_fdg.envs.base import TimeStep
+from jaxrl_fdg.envs.errors import UnknownEnvironmentError
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
-from jaxrl_fdg.fragment import Fragment
 
 PREFIX = "gym/"
 
@@ -55,15 +56,29 @@ class HostSimulator(NamedTuple):
     observation_space: Space
     action_space: Space
 
+    @property
+    def on_host(self) -> bool:
+        """True: stepped on the host (``Environment.on_host`` is False)."""
+        return True
+
 
 def gymnasium_simulator(env_id: str, **kwargs: Any) -> HostSimulator:
-    """``gymnasium.make(env_id, **kwargs)`` as a host simulator (gymnasium imported here only)."""
+    """``gymnasium.make(env_id, **kwargs)`` as a host simulator (gymnasium imported here only).
+
+    Raises:
+      UnknownEnvironmentError: gymnasium has no environment ``env_id`` (its message suggests
+        close names).
+      ValueError: gymnasium cannot make it for another reason.
+    """
     import gymnasium
 
+    unregistered = (gymnasium.error.UnregisteredEnv, gymnasium.error.DeprecatedEnv)
     try:
         probe = gymnasium.make(env_id, **kwargs)
     except gymnasium.error.Error as e:
-        raise ValueError(f"gymnasium cannot make {env_id!r}: {e}") from None
+        # UnknownEnvironmentError is a ValueError, as every other failure here.
+        error = UnknownEnvironmentError if isinstance(e, unregistered) else ValueError
+        raise error(f"gymnasium cannot make {env_id!r}: {' '.join(str(e).split())}") from None
     spaces = _space(probe.observation_space), _space(probe.action_space)
     probe.close()
     return HostSimulator(PREFIX + env_id, lambda: gymnasium.make(env_id, **kwargs), *spaces)

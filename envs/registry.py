@@ -1,19 +1,21 @@
-"""Environment registry: ``make(name, **overrides)``, ``register`` refuses duplicates."""
+"""Environment registry: ``make(name, **overrides)``, ``register`` refuses duplicates.
+
+A name is either registered here (``"CartPole-v1"``) or starts with an adapter's prefix
+(``"brax/ant"``, ``"gym/CartPole-v1"``, ``"gymnax/Breakout-MinAtar"``), which
+:mod:`jaxrl_fdg.envs.prefixes` builds.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable
 from typing import Any
 
+from jaxrl_fdg.envs import prefixes
 from jaxrl_fdg.envs.base import Environment
+from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
 
 _REGISTRY: dict[str, Callable[[], Environment]] = {}
-
-
-class UnknownEnvironmentError(ValueError):
-    """An environment name that is not registered."""
 
 
 def register(name: str, factory: Callable[[], Environment]) -> None:
@@ -29,30 +31,53 @@ def registered() -> tuple[str, ...]:
 
 
 def check_name(name: str) -> None:
-    """Raise :class:`UnknownEnvironmentError` naming close matches if ``name`` is unknown."""
+    """Check ``name`` cheaply, before anything is built or compiled.
+
+    A registered name passes. A prefixed name is checked by its adapter without importing the
+    adapter's package: the prefix, the Brax backend after ``:``, and that the package is
+    installed (:func:`jaxrl_fdg.envs.prefixes.check`); the id itself is checked when built.
+
+    Raises:
+      UnknownEnvironmentError: an unregistered name (the message names close matches and every
+        registered name) or an unknown prefix (the message names the valid ones).
+      MissingDependencyError: the prefix's optional package is not installed.
+    """
     if name in _REGISTRY:
         return
-    close = difflib.get_close_matches(name, _REGISTRY, n=3, cutoff=0.4)
-    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    raise UnknownEnvironmentError(
-        f"unknown environment {name!r}{hint} (registered: {', '.join(registered())})"
-    )
+    if "/" in name:
+        prefixes.check(name)
+        return
+    raise UnknownEnvironmentError(unknown("environment", name, _REGISTRY, "registered"))
 
 
-def make(name: str, **overrides: Any) -> tuple[Environment, Any]:
-    """Build environment ``name``; return ``(env, params)`` with ``overrides`` applied to params.
+def make(name: str, **overrides: Any) -> tuple[Any, Any]:
+    """Build environment ``name``: ``(env, params)``.
+
+    For a registered name ``overrides`` replace fields of its params; a prefixed name goes to its
+    adapter (:mod:`jaxrl_fdg.envs.prefixes` says what ``overrides`` mean there), which returns
+    ``(HostSimulator, None)`` for ``gym/<id>``.
 
     >>> env, params = make("CartPole-v1", max_steps=200)
+    >>> env, params = make("brax/ant:generalized")
+    >>> env, params = make("gymnax/Breakout-MinAtar")
+
+    Raises:
+      UnknownEnvironmentError, MissingDependencyError: as :func:`check_name`, and for an id the
+        adapter's library does not know.
+      ValueError: an override that names no parameter.
     """
+    if name not in _REGISTRY and "/" in name:
+        return prefixes.make(name, **overrides)
     check_name(name)
     env = _REGISTRY[name]()
     params = env.default_params
     if overrides:
         fields = {f.name for f in dataclasses.fields(params)}
-        unknown = sorted(set(overrides) - fields)
-        if unknown:
+        unknown_fields = sorted(set(overrides) - fields)
+        if unknown_fields:
             raise ValueError(
-                f"unknown parameter(s) {unknown} for {name!r}; valid: {', '.join(sorted(fields))}"
+                f"unknown parameter(s) {unknown_fields} for {name!r}; "
+                f"valid: {', '.join(sorted(fields))}"
             )
         params = params.replace(**overrides)
     return env, params

@@ -10,7 +10,7 @@ import pytest
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.envs import Box, Discrete, host
-from jaxrl_fdg.fusion import PROGRAMS
+from jaxrl_fdg.policies.fusion import PROGRAMS
 
 TINY = rl.TrainConfig(
     env="gym/CartPole-v1",

@@ -1,0 +1,198 @@
+"""Environment names with a prefix: ``brax/<env>[:<backend>]``, ``gym/<id>``, ``gymnax/<id>``.
+
+Each prefix names an adapter to another library's environments. :data:`ADAPTERS` is the table:
+the prefix, what it gives, an example, the package it needs and how to install it, a cheap check
+of the id and the builder. :func:`~jaxrl_fdg.envs.make` and
+:func:`~jaxrl_fdg.envs.check_name` hand every name with a ``/`` that is not registered to
+:func:`make` and :func:`check` here.
+
+What ``**overrides`` mean, per prefix (for registered names they replace fields of the params):
+
+* ``brax/``: ``max_steps`` sets the episode length in the params; any other keyword goes to
+  Brax's environment constructor (e.g. ``terminate_when_unhealthy=False``).
+* ``gym/``: keywords go to ``gymnasium.make`` (e.g. ``max_episode_steps=200``); params are None.
+* ``gymnax/``: keywords replace fields of gymnax's own params (e.g. ``gravity=5.0``);
+  ``max_steps`` is gymnax's ``max_steps_in_episode``.
+
+Nothing here imports Brax, gymnasium or gymnax: :func:`check` and :func:`adapters` look packages
+up with ``importlib.util.find_spec``, and each builder imports its package when it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from jaxrl_fdg.envs.errors import MissingDependencyError, UnknownEnvironmentError, unknown
+
+
+class Adapter(NamedTuple):
+    """One prefix of environment names and how to build what it names.
+
+    Attributes:
+      prefix: the name's start, slash included (``"gymnax/"``).
+      syntax: the name's form, for messages and listings (``"gymnax/<id>"``).
+      description: one line on what the prefix gives.
+      example: a name that builds.
+      module: the package it needs; ``find_spec(module)`` decides whether it is installed.
+      install: the ``pip install`` argument that provides ``module``.
+      check: ``check(id)`` raises :class:`UnknownEnvironmentError` for an id it can tell is bad
+        without importing ``module`` (the part after the prefix; may accept everything).
+      build: ``build(id, overrides) -> (environment, params)``; params None for host simulators.
+    """
+
+    prefix: str
+    syntax: str
+    description: str
+    example: str
+    module: str
+    install: str
+    check: Callable[[str], None]
+    build: Callable[[str, dict[str, Any]], tuple[Any, Any]]
+
+
+class AdapterRow(NamedTuple):
+    """What ``jaxrl-fdg list`` shows of an adapter."""
+
+    prefix: str
+    example: str
+    installed: bool
+    syntax: str
+    description: str
+    install: str
+
+
+def _check_brax(env_id: str) -> None:
+    from jaxrl_fdg.envs.brax_adapter import BACKENDS  # names only: Brax is not imported
+
+    env_name, colon, backend = env_id.partition(":")
+    if not env_name:
+        raise UnknownEnvironmentError(f"brax/{env_id} names no Brax environment (e.g. brax/ant)")
+    if colon and backend not in BACKENDS:
+        raise UnknownEnvironmentError(unknown("Brax backend", backend, BACKENDS))
+
+
+def _build_brax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.brax_adapter import make_brax
+
+    env_name, _, backend = env_id.partition(":")
+    kwargs = dict(overrides)
+    max_steps = kwargs.pop("max_steps", None)
+    env = make_brax(env_name, backend or "mjx", **kwargs)
+    params = env.default_params
+    return env, params if max_steps is None else params.replace(max_steps=max_steps)
+
+
+def _check_id(prefix: str) -> Callable[[str], None]:
+    def check(env_id: str) -> None:
+        if not env_id:
+            raise UnknownEnvironmentError(f"{prefix}<id> needs an id after {prefix!r}")
+
+    return check
+
+
+def _build_gym(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs import host  # imports the core's env fragment: only when asked for
+
+    return host.gymnasium_simulator(env_id, **overrides), None
+
+
+def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.gymnax_adapter import make_gymnax, with_params
+
+    env = make_gymnax(env_id)
+    return env, with_params(env.default_params, **overrides)
+
+
+ADAPTERS: tuple[Adapter, ...] = (
+    Adapter(
+        "brax/",
+        "brax/<env>[:<backend>]",
+        "a Brax environment on the device (backend mjx by default)",
+        "brax/inverted_pendulum:mjx",
+        "brax",
+        "brax",
+        _check_brax,
+        _build_brax,
+    ),
+    Adapter(
+        "gym/",
+        "gym/<id>",
+        "any gymnasium environment, stepped on the host",
+        "gym/CartPole-v1",
+        "gymnasium",
+        "jaxrl-fdg[gymnasium]",
+        _check_id("gym/"),
+        _build_gym,
+    ),
+    Adapter(
+        "gymnax/",
+        "gymnax/<id>",
+        "a gymnax environment (classic control, bsuite, MinAtar, misc) on the device",
+        "gymnax/Breakout-MinAtar",
+        "gymnax",
+        "jaxrl-fdg[gymnax]",
+        _check_id("gymnax/"),
+        _build_gymnax,
+    ),
+)
+"""Every prefix ``envs.make`` understands, in the order ``jaxrl-fdg list`` shows them."""
+
+
+def adapters() -> tuple[AdapterRow, ...]:
+    """One row per prefix, with whether its package is installed (found, not imported)."""
+    return tuple(
+        AdapterRow(a.prefix, a.example, _installed(a), a.syntax, a.description, a.install)
+        for a in ADAPTERS
+    )
+
+
+def check(name: str) -> None:
+    """Check a prefixed ``name`` without building it or importing its package.
+
+    Raises:
+      UnknownEnvironmentError: the prefix is not one of :data:`ADAPTERS` (the message names
+        them), or the adapter's cheap check refuses the id (e.g. an unknown Brax backend).
+      MissingDependencyError: the prefix's package is not installed.
+    """
+    adapter = _adapter(name)
+    adapter.check(name[len(adapter.prefix) :])
+    if not _installed(adapter):
+        raise MissingDependencyError(_missing(name, adapter))
+
+
+def make(name: str, **overrides: Any) -> tuple[Any, Any]:
+    """Build the prefixed environment ``name``: ``(environment, params)`` (params None on the host).
+
+    Raises what :func:`check` raises, :class:`MissingDependencyError` when the package fails to
+    import, :class:`UnknownEnvironmentError` for an id the library does not know (with close
+    matches where it lists its ids), and ``ValueError`` for overrides the adapter refuses.
+    """
+    check(name)
+    adapter = _adapter(name)
+    try:
+        importlib.import_module(adapter.module)
+    except ImportError as e:
+        raise MissingDependencyError(f"{_missing(name, adapter)} (import failed: {e})") from None
+    return adapter.build(name[len(adapter.prefix) :], dict(overrides))
+
+
+def _adapter(name: str) -> Adapter:
+    for adapter in ADAPTERS:
+        if name.startswith(adapter.prefix):
+            return adapter
+    prefix = name.partition("/")[0] + "/"
+    prefixes = ", ".join(a.syntax for a in ADAPTERS)
+    raise UnknownEnvironmentError(
+        f"unknown environment prefix {prefix!r} in {name!r}; valid prefixes: {prefixes}"
+    )
+
+
+def _installed(adapter: Adapter) -> bool:
+    return importlib.util.find_spec(adapter.module) is not None
+
+
+def _missing(name: str, adapter: Adapter) -> str:
+    return f'{name!r} needs the {adapter.module} package: pip install "{adapter.install}"'
