@@ -1,1 +1,41 @@
-"""Algorithm building blocks: networks, distributions, losses, and the algorithms."""
+"""Algorithm building blocks and the built-in algorithms, as fragments.
+
+Building blocks: ``networks``, ``distributions``, ``losses``, ``minibatch``, ``exploration``,
+``replay``; shared families: ``actor_critic`` (PPO, A2C), ``offpolicy`` (DQN, SAC, TD3, DDPG),
+``continuous``. Each algorithm module holds its hyperparameter dataclass and its ``SPEC``
+(``jaxrl_fdg.core.algorithm`` registers them by name and imports them on first use).
+"""
+
+from jaxrl_fdg.fragments import (
+    a2c,
+    actor_critic,
+    continuous,
+    distributions,
+    dpg,
+    dqn,
+    exploration,
+    losses,
+    minibatch,
+    networks,
+    offpolicy,
+    ppo,
+    replay,
+    sac,
+)
+
+__all__ = [
+    "a2c",
+    "actor_critic",
+    "continuous",
+    "distributions",
+    "dpg",
+    "dqn",
+    "exploration",
+    "losses",
+    "minibatch",
+    "networks",
+    "offpolicy",
+    "ppo",
+    "replay",
+    "sac",
+]

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
 
@@ -181,6 +181,50 @@ def critic_step(
     )
     metrics = {"critic_loss": value, "q_mean": q_mean, "abs_td_error": jnp.abs(td_error).mean()}
     return Critic(params, target_params, opt_state), metrics, td_error
+
+
+def td_critic_step(
+    net: ContinuousCritic,
+    tx: optax.GradientTransformation,
+    ctx: AlgorithmContext,
+    critic: Critic,
+    sample: Any,
+    next_action: jax.Array,
+    updates: jax.Array,
+    target_period: int = 1,
+    entropy: tuple[jax.Array, jax.Array] | None = None,
+) -> tuple[Critic, dict[str, jax.Array], jax.Array]:
+    """The clipped double-Q target and :func:`critic_step` toward it, as SAC, TD3 and DDPG do.
+
+        y = r + discount · (min_i Q'_i(s', a') − α log π(a'|s'))
+
+    with ``next_action`` ``a' [B, A]`` (unit scale) drawn by the algorithm, and the entropy term
+    only when ``entropy = (α, log π(a'|s') [B])`` is given (SAC). ``sample`` is the replay's
+    ``Sample`` of ``k``-step transitions ``[B, ...]``; its importance weights enter the loss.
+    ``updates`` counts the critic updates, this one included; the targets move every
+    ``target_period`` of them at the Polyak rate ``ctx.hparams.tau``.
+
+    Returns ``(critic, metrics, td_error [B])``.
+    """
+    hp: ContinuousConfig = ctx.hparams
+    exp = sample.transitions
+    q_next = net.apply(critic.target_params, exp.next_observation, next_action).min(axis=0)
+    if entropy is not None:
+        alpha, next_log_prob = entropy
+        q_next = q_next - alpha * next_log_prob
+    target = losses.td_target(exp.reward, exp.discount, q_next)
+    return critic_step(
+        net,
+        tx,
+        critic,
+        exp.observation,
+        unit_action(exp.action, ctx),
+        target,
+        sample.weights,
+        updates,
+        hp.tau,
+        target_period,
+    )
 
 
 def build(

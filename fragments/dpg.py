@@ -35,9 +35,9 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
-from jaxrl_fdg.fragments import continuous, exploration, losses, offpolicy
-from jaxrl_fdg.fragments.networks import DeterministicActor
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.fragments import continuous, exploration, offpolicy
+from jaxrl_fdg.fragments.networks import ContinuousCritic, DeterministicActor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +115,8 @@ def make_build(name: str):
             obs_ndim=len(ctx.observation_space.shape),
         )
         critic_net = continuous.critic_network(ctx)
-        actor_tx = ctx.averaged(optax.adam(hp.actor_lr))
-        critic_tx = ctx.averaged(optax.adam(hp.critic_lr))
+        actor_tx = ctx.optimizer(optax.adam(hp.actor_lr))
+        critic_tx = ctx.optimizer(optax.adam(hp.critic_lr))
 
         def explore(params, observation, key):
             action = actor_net.apply(params, observation)
@@ -132,54 +132,80 @@ def make_build(name: str):
                 jnp.zeros((), jnp.int32),
             )
 
-        def learn(state: DPGState, inputs, key):
-            sample = inputs["batch"]
-            exp = sample.transitions
-            next_action = target_action(
-                hp, actor_net.apply(state.actor_target, exp.next_observation), key
-            )
-            q_next = critic_net.apply(state.critic.target_params, exp.next_observation, next_action)
-            target = losses.td_target(exp.reward, exp.discount, q_next.min(axis=0))
-            count = state.updates + 1
-            critic, metrics, td_error = continuous.critic_step(
-                critic_net,
-                critic_tx,
-                state.critic,
-                exp.observation,
-                continuous.unit_action(exp.action, ctx),
-                target,
-                sample.weights,
-                count,
-                hp.tau,
-                hp.policy_delay,
-            )
-
-            def actor_loss(params):
-                action = actor_net.apply(params, exp.observation)
-                return -critic_net.apply(critic.params, exp.observation, action)[0].mean()
-
-            def update_actor(actor):
-                loss, grads = jax.value_and_grad(actor_loss)(actor.params)
-                return continuous.optimizer_step(actor_tx, actor, grads), loss
-
-            def keep_actor(actor):
-                return actor, actor_loss(actor.params)
-
-            actor, loss = jax.lax.cond(
-                count % hp.policy_delay == 0, update_actor, keep_actor, state.actor
-            )
-            actor_target = offpolicy.update_target(
-                state.actor_target, actor.params, count, hp.tau, hp.policy_delay
-            )
-            metrics = {**metrics, "actor_loss": loss}
-            return DPGState(actor, actor_target, critic, count), {
-                "metrics": metrics,
-                "td_error": td_error,
-            }
-
+        learn = _learner(ctx, actor_net, critic_net, actor_tx, critic_tx)
         return continuous.build(name, ctx, explore, actor_net.apply, init, learn)
 
     return build
+
+
+def _learner(
+    ctx: AlgorithmContext,
+    actor_net: DeterministicActor,
+    critic_net: ContinuousCritic,
+    actor_tx: optax.GradientTransformation,
+    critic_tx: optax.GradientTransformation,
+):
+    """The learner's ``apply``: ``(DPGState, {"batch": Sample}, key) -> (DPGState, outputs)``.
+
+    One update steps the critic toward ``y`` (``key`` draws the target smoothing noise), then,
+    every ``policy_delay``-th update, the actor against the new critic and all targets.
+    """
+    hp: DPGConfig = ctx.hparams
+
+    def learn(state: DPGState, inputs, key):
+        sample = inputs["batch"]
+        exp = sample.transitions
+        next_action = target_action(
+            hp, actor_net.apply(state.actor_target, exp.next_observation), key
+        )
+        count = state.updates + 1
+        critic, metrics, td_error = continuous.td_critic_step(
+            critic_net, critic_tx, ctx, state.critic, sample, next_action, count, hp.policy_delay
+        )
+        actor, loss = _delayed_actor_step(
+            actor_net, critic_net, actor_tx, state.actor, critic, exp.observation, count, hp
+        )
+        actor_target = offpolicy.update_target(
+            state.actor_target, actor.params, count, hp.tau, hp.policy_delay
+        )
+        metrics = {**metrics, "actor_loss": loss}
+        return DPGState(actor, actor_target, critic, count), {
+            "metrics": metrics,
+            "td_error": td_error,
+        }
+
+    return learn
+
+
+def _delayed_actor_step(
+    actor_net: DeterministicActor,
+    critic_net: ContinuousCritic,
+    actor_tx: optax.GradientTransformation,
+    actor: continuous.Optimized,
+    critic: continuous.Critic,
+    observation: jax.Array,
+    updates: jax.Array,
+    hp: DPGConfig,
+) -> tuple[continuous.Optimized, jax.Array]:
+    """The deterministic policy gradient step on ``L_μ = −mean(Q_1(s, μ(s)))`` through the updated
+    ``critic`` (held fixed), taken when ``updates`` is a multiple of ``hp.policy_delay`` (TD3's
+    delayed policy updates); otherwise the actor is kept. ``observation`` is ``[B, ...]``.
+
+    Returns ``(actor, L_μ)``; ``L_μ`` is reported either way.
+    """
+
+    def actor_loss(params):
+        action = actor_net.apply(params, observation)
+        return -critic_net.apply(critic.params, observation, action)[0].mean()
+
+    def update_actor(actor):
+        loss, grads = jax.value_and_grad(actor_loss)(actor.params)
+        return continuous.optimizer_step(actor_tx, actor, grads), loss
+
+    def keep_actor(actor):
+        return actor, actor_loss(actor.params)
+
+    return jax.lax.cond(updates % hp.policy_delay == 0, update_actor, keep_actor, actor)
 
 
 def make_check(name: str):

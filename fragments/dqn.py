@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
@@ -98,7 +98,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         dueling=hp.dueling,
         obs_ndim=len(ctx.observation_space.shape),
     )
-    tx = optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr))
+    tx = ctx.optimizer(optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr)))
     total_steps = ctx.num_iterations * ctx.batch_size
     epsilon = optax.linear_schedule(
         hp.epsilon_start, hp.epsilon_end, max(1, int(hp.epsilon_fraction * total_steps))
@@ -116,6 +116,22 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     def init(key):
         params = net.init(key, obs_example)
         return DQNState(params, params, tx.init(params), jnp.zeros((), jnp.int32))
+
+    learn = _learner(net, tx, hp)
+    actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.params)
+
+    def greedy(params, observation):
+        return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
+
+    return Algorithm("dqn", actor, learner, offpolicy.off_policy(ctx, hp.gamma), greedy)
+
+
+def _learner(net: QNetwork, tx: optax.GradientTransformation, hp: DQNConfig):
+    """The learner's ``apply``: ``(DQNState, {"batch": Sample}, key) -> (DQNState, outputs)``.
+
+    One gradient step of ``L = mean_w(ℓ(Q(s, a) − y))`` (``ℓ``: ``hp.td_loss``), then the target
+    update every ``target_update_period`` updates; the TD errors ``[B]`` go back to the replay.
+    """
 
     def learn(state: DQNState, inputs, key):
         del key
@@ -138,7 +154,6 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             return losses.weighted_mean(per_sample, sample.weights), (td_error, q_taken.mean())
 
         (value, (td_error, q_mean)), grads = jax.value_and_grad(loss, has_aux=True)(state.params)
-        grads = ctx.mean_gradients(grads)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         count = state.updates + 1
@@ -151,12 +166,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             "td_error": td_error,
         }
 
-    actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.params)
-
-    def greedy(params, observation):
-        return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
-
-    return Algorithm("dqn", actor, learner, offpolicy.off_policy(ctx, hp.gamma), greedy)
+    return learn
 
 
 SPEC = AlgorithmSpec(

@@ -33,10 +33,10 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
-from jaxrl_fdg.fragments import continuous, losses
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.fragments import continuous
 from jaxrl_fdg.fragments import distributions as dist
-from jaxrl_fdg.fragments.networks import SquashedGaussianActor
+from jaxrl_fdg.fragments.networks import ContinuousCritic, SquashedGaussianActor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +82,14 @@ def temperature_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: 
     return -jnp.mean(log_alpha * (jax.lax.stop_gradient(log_prob) + target_entropy))
 
 
+def sample_policy(
+    actor_net: SquashedGaussianActor, params, observation: jax.Array, key: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``(a ~ π(·|s) in [−1, 1] [B, A], log π(a|s) [B])``, sampled by reparameterisation."""
+    mean, log_std = actor_net.apply(params, observation)
+    return dist.tanh_gaussian_sample(key, mean, log_std)
+
+
 def build(ctx: AlgorithmContext) -> Algorithm:
     hp: SACConfig = ctx.hparams
     actor_net = SquashedGaussianActor(
@@ -92,17 +100,11 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     )
     critic_net = continuous.critic_network(ctx)
     actor_tx, critic_tx, alpha_tx = (
-        ctx.averaged(optax.adam(lr)) for lr in (hp.actor_lr, hp.critic_lr, hp.alpha_lr)
+        ctx.optimizer(optax.adam(lr)) for lr in (hp.actor_lr, hp.critic_lr, hp.alpha_lr)
     )
-    target_entropy = -float(continuous.action_dim(ctx))
-
-    def policy(params, observation, key):
-        """``(a ~ π(·|s) in [−1, 1], log π(a|s))``."""
-        mean, log_std = actor_net.apply(params, observation)
-        return dist.tanh_gaussian_sample(key, mean, log_std)
 
     def explore(params, observation, key):
-        return policy(params, observation, key)[0]
+        return sample_policy(actor_net, params, observation, key)[0]
 
     def mode(params, observation):
         """The squashed mean ``tanh(μ(s))``."""
@@ -119,36 +121,42 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             jnp.zeros((), jnp.int32),
         )
 
+    learn = _learner(ctx, actor_net, critic_net, actor_tx, critic_tx, alpha_tx)
+    return continuous.build("sac", ctx, explore, mode, init, learn)
+
+
+def _learner(
+    ctx: AlgorithmContext,
+    actor_net: SquashedGaussianActor,
+    critic_net: ContinuousCritic,
+    actor_tx: optax.GradientTransformation,
+    critic_tx: optax.GradientTransformation,
+    alpha_tx: optax.GradientTransformation,
+):
+    """The learner's ``apply``: ``(SACState, {"batch": Sample}, key) -> (SACState, outputs)``.
+
+    One update steps the critic toward ``y``, the actor on ``L_π`` against the new critic, then
+    ``log α`` on ``L_α`` with the actor step's log-probabilities (see the module docstring).
+    """
+    hp: SACConfig = ctx.hparams
+    target_entropy = -float(continuous.action_dim(ctx))
+
     def learn(state: SACState, inputs, key):
         sample = inputs["batch"]
         exp = sample.transitions
         k_next, k_actor = jax.random.split(key)
         alpha = jnp.exp(state.log_alpha.params)
-        next_action, next_log_prob = policy(state.actor.params, exp.next_observation, k_next)
-        q_next = critic_net.apply(state.critic.target_params, exp.next_observation, next_action)
-        target = losses.td_target(
-            exp.reward, exp.discount, q_next.min(axis=0) - alpha * next_log_prob
+        next_action, next_log_prob = sample_policy(
+            actor_net, state.actor.params, exp.next_observation, k_next
         )
         count = state.updates + 1
-        critic, metrics, td_error = continuous.critic_step(
-            critic_net,
-            critic_tx,
-            state.critic,
-            exp.observation,
-            continuous.unit_action(exp.action, ctx),
-            target,
-            sample.weights,
-            count,
-            hp.tau,
+        entropy = (alpha, next_log_prob)
+        critic, metrics, td_error = continuous.td_critic_step(
+            critic_net, critic_tx, ctx, state.critic, sample, next_action, count, entropy=entropy
         )
-
-        def actor_loss(params):
-            action, log_prob = policy(params, exp.observation, k_actor)
-            q = critic_net.apply(critic.params, exp.observation, action).min(axis=0)
-            return jnp.mean(alpha * log_prob - q), log_prob
-
-        (loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(state.actor.params)
-        actor = continuous.optimizer_step(actor_tx, state.actor, grads)
+        actor, loss, log_prob = _actor_step(
+            actor_net, critic_net, actor_tx, state.actor, critic, exp.observation, alpha, k_actor
+        )
         log_alpha = state.log_alpha
         if hp.autotune:
             grad = jax.grad(temperature_loss)(log_alpha.params, log_prob, target_entropy)
@@ -159,7 +167,32 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             "td_error": td_error,
         }
 
-    return continuous.build("sac", ctx, explore, mode, init, learn)
+    return learn
+
+
+def _actor_step(
+    actor_net: SquashedGaussianActor,
+    critic_net: ContinuousCritic,
+    actor_tx: optax.GradientTransformation,
+    actor: continuous.Optimized,
+    critic: continuous.Critic,
+    observation: jax.Array,
+    alpha: jax.Array,
+    key: jax.Array,
+) -> tuple[continuous.Optimized, jax.Array, jax.Array]:
+    """One gradient step of ``L_π = mean(α log π(ã|s) − min_i Q_i(s, ã))``, ``ã ~ π(·|s)``
+    drawn with ``key``, through the updated ``critic`` (held fixed; α a constant).
+
+    Returns ``(actor, L_π, log π(ã|s) [B])``; the log-probabilities feed ``L_α``.
+    """
+
+    def actor_loss(params):
+        action, log_prob = sample_policy(actor_net, params, observation, key)
+        q = critic_net.apply(critic.params, observation, action).min(axis=0)
+        return jnp.mean(alpha * log_prob - q), log_prob
+
+    (loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(actor.params)
+    return continuous.optimizer_step(actor_tx, actor, grads), loss, log_prob
 
 
 SPEC = AlgorithmSpec(

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from jaxrl_fdg.profiling.timers import ScopeStats, Timings
 from jaxrl_fdg.profiling.trace import Attribution
 
@@ -72,19 +69,7 @@ def summarize(
     ``corrected_run_s``.
     """
     scopes = timings.scopes
-    programs: dict[str, dict[str, float]] = {}
-    aot_compile = 0.0
-    for name, stats in scopes.items():
-        if name.startswith("compile:"):
-            program = name.split(":", 1)[1]
-            programs.setdefault(program, _row())["compile_s"] += stats.wall
-            aot_compile += stats.wall
-        elif name not in _BOUNDARY:
-            row = programs.setdefault(name, _row())
-            row["calls"] += stats.calls
-            row["compile_s"] += stats.compile  # eager mode compiles op by op, inside calls
-            row["dispatch_s"] += stats.host
-            row["device_s"] += stats.wait
+    programs, aot_compile = _programs(scopes)
     run_scopes = [s for n, s in scopes.items() if not n.startswith("compile:")]
     in_run_compile = sum(s.compile for s in run_scopes)
     collect = scopes.get("collect", ScopeStats())
@@ -119,12 +104,35 @@ def summarize(
     return summary
 
 
+def _programs(scopes: dict[str, ScopeStats]) -> tuple[dict[str, dict[str, float]], float]:
+    """Per-program rows (calls, compile, dispatch and device seconds) from the scopes named after
+    programs and their ``compile:<program>`` scopes, and the total ahead-of-time compile time.
+    Boundary scopes (``collect``, ``log``, ``checkpoint``) are host work, not programs."""
+    programs: dict[str, dict[str, float]] = {}
+    aot_compile = 0.0
+    for name, stats in scopes.items():
+        if name.startswith("compile:"):
+            program = name.split(":", 1)[1]
+            programs.setdefault(program, _row())["compile_s"] += stats.wall
+            aot_compile += stats.wall
+        elif name not in _BOUNDARY:
+            row = programs.setdefault(name, _row())
+            row["calls"] += stats.calls
+            row["compile_s"] += stats.compile  # eager mode compiles op by op, inside calls
+            row["dispatch_s"] += stats.host
+            row["device_s"] += stats.wait
+    return programs, aot_compile
+
+
 def _row() -> dict[str, float]:
     return {"calls": 0, "dispatch_s": 0.0, "compile_s": 0.0, "device_s": 0.0}
 
 
 def summary_table(summary: dict[str, Any], title: str = "where the time went") -> str:
     """Render :func:`summarize`'s result as a fixed-width table."""
+    from rich.console import Console
+    from rich.table import Table
+
     sync = summary["mode"] == "sync"
     table = Table(title=f"{title} (profile: {summary['mode']})", title_justify="left")
     columns = ["program", "calls", "compile s", "dispatch s"] + (["device s"] if sync else [])

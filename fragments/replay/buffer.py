@@ -173,6 +173,19 @@ def make_prioritized(
         priority = jnp.full(slots.shape, state.max_priority)
         return state._replace(tree=sum_tree.update(state.tree, slots, priority, arity))
 
+    return ReplayBuffer(
+        _init(capacity, arity, True),
+        add,
+        _prioritized_sample(draw, batch_size, arity),
+        _priority_updater(alpha, epsilon, arity),
+        lambda state: state.size >= min_size,
+    )
+
+
+def _prioritized_sample(draw: Callable[..., jax.Array], batch_size: int, arity: int):
+    """``sample`` of prioritized replay: ``batch_size`` slots drawn by ``draw`` with
+    ``P(i) = p_i / Σp``, and their importance weights ``w_i = (N · P(i))^−β / max_j w_j``."""
+
     def sample(state, key, beta=1.0):
         indices = draw(state.tree, key, batch_size, arity)
         total = state.tree.total
@@ -183,6 +196,13 @@ def make_prioritized(
         transitions = jax.tree.map(lambda s: s[indices], state.storage)
         return Sample(indices, transitions, weights, state.writes[indices], probabilities)
 
+    return sample
+
+
+def _priority_updater(alpha: float, epsilon: float, arity: int):
+    """``update_priorities`` of prioritized replay: ``p_i = (|δ_i| + ε)^α`` at the sampled slots
+    still holding what was sampled, and the running maximum priority."""
+
     def update_priorities(state, indices, writes, td_errors):
         priority = (jnp.abs(td_errors) + epsilon) ** alpha
         # Lazy writing: an update whose slot was overwritten since it was sampled (its write count
@@ -192,13 +212,7 @@ def make_prioritized(
         )
         return state._replace(tree=tree, max_priority=jnp.maximum(state.max_priority, written))
 
-    return ReplayBuffer(
-        _init(capacity, arity, True),
-        add,
-        sample,
-        update_priorities,
-        lambda state: state.size >= min_size,
-    )
+    return update_priorities
 
 
 def linear_beta(start: float, steps: int) -> Callable[[jax.Array], jax.Array]:

@@ -186,49 +186,12 @@ def _loops(arity: int, guarded: bool):
             raise ValueError(f"{copies} trees of {sizes[0]} leaves overflow int32 offsets")
         flat = [level.reshape(-1) for level in levels]
         indices, values = indices.reshape(-1), values.reshape(-1)
-        if guarded:
-            versions, expected = guard[0], guard[1].reshape(-1)
+        guard = (guard[0], guard[1].reshape(-1)) if guarded else None
         written = jnp.zeros(copies, jnp.float32)
-        per_loop = max(1, LOOP_CHILDREN // arity)
-        parents = list(range(1, len(levels)))
-        chunks = [parents[s : s + per_loop] for s in range(0, len(parents), per_loop)] or [[]]
-        for number, chunk in enumerate(chunks):
-            writes_leaves = number == 0
-            # Only the levels this loop reads or writes are carried through it.
-            carried = sorted(
-                {lv - 1 for lv in chunk} | set(chunk) | ({0} if writes_leaves else set())
+        for number, chunk in enumerate(_loop_chunks(len(levels), arity)):
+            written = _chunk_loop(
+                flat, written, chunk, number == 0, indices, values, guard, sizes, batch, arity
             )
-
-            def body(t, carry, chunk=chunk, carried=carried, writes_leaves=writes_leaves):
-                arrays, written = carry
-                arrays = dict(zip(carried, arrays, strict=True))
-                # Element t is position t % B of tree t // B.
-                copy, node = lax.div(t, batch), indices[t]
-                if writes_leaves:
-                    leaf, value = copy * sizes[0] + node, values[t]
-                    if guarded:
-                        current = versions[copy, node] == expected[t]
-                        most = jnp.maximum(written[copy], jnp.where(current, value, 0.0))
-                        written = lax.dynamic_update_index_in_dim(written, most, copy, 0)
-                        # Read the leaf only to rewrite it: a second reader of the level would
-                        # make XLA copy the whole level each iteration to write it in place.
-                        value = jnp.where(current, value, arrays[0][leaf])
-                    arrays[0] = lax.dynamic_update_index_in_dim(arrays[0], value, leaf, 0)
-                for _ in range(chunk[0] - 1 if chunk else 0):
-                    node = lax.div(node, arity)
-                for level in chunk:
-                    node = lax.div(node, arity)
-                    first_child = copy * sizes[level - 1] + node * arity
-                    children = lax.dynamic_slice_in_dim(arrays[level - 1], first_child, arity)
-                    total = _sum_in_order([children[k] for k in range(arity)])
-                    parent = copy * sizes[level] + node
-                    arrays[level] = lax.dynamic_update_index_in_dim(arrays[level], total, parent, 0)
-                return tuple(arrays[level] for level in carried), written
-
-            start = (tuple(flat[level] for level in carried), written)
-            arrays, written = lax.fori_loop(0, copies * batch, body, start)
-            for level, array in zip(carried, arrays, strict=True):
-                flat[level] = array
         return tuple(f.reshape(copies, size) for f, size in zip(flat, sizes, strict=True)), written
 
     @run.def_vmap
@@ -244,6 +207,59 @@ def _loops(arity: int, guarded: bool):
         return out, jax.tree.map(lambda _: True, out)
 
     return run
+
+
+def _loop_chunks(depth: int, arity: int) -> list[list[int]]:
+    """The parent levels ``1 … depth − 1`` in groups of at most :data:`LOOP_CHILDREN` children
+    per element, one group per loop (``[[]]`` for a one-level tree: the loop writes leaves only)."""
+    per_loop = max(1, LOOP_CHILDREN // arity)
+    parents = list(range(1, depth))
+    return [parents[s : s + per_loop] for s in range(0, len(parents), per_loop)] or [[]]
+
+
+def _chunk_loop(flat, written, chunk, writes_leaves, indices, values, guard, sizes, batch, arity):
+    """One CPU update loop of :func:`_loops` over all ``C · B`` elements: writes the leaves if
+    ``writes_leaves`` (the first loop), then recomputes the parents on the levels in ``chunk``.
+
+    ``flat`` holds each level flattened to ``[C · n_l]`` and is updated in place (a Python list);
+    ``indices``, ``values`` and ``guard``'s ``expected`` are ``[C · B]``, ``written`` ``[C]``.
+    Returns the new ``written``.
+    """
+    # Only the levels this loop reads or writes are carried through it.
+    carried = sorted({lv - 1 for lv in chunk} | set(chunk) | ({0} if writes_leaves else set()))
+
+    def body(t, carry):
+        arrays, written = carry
+        arrays = dict(zip(carried, arrays, strict=True))
+        # Element t is position t % B of tree t // B.
+        copy, node = lax.div(t, batch), indices[t]
+        if writes_leaves:
+            leaf, value = copy * sizes[0] + node, values[t]
+            if guard is not None:
+                versions, expected = guard
+                current = versions[copy, node] == expected[t]
+                most = jnp.maximum(written[copy], jnp.where(current, value, 0.0))
+                written = lax.dynamic_update_index_in_dim(written, most, copy, 0)
+                # Read the leaf only to rewrite it: a second reader of the level would make XLA
+                # copy the whole level each iteration to write it in place.
+                value = jnp.where(current, value, arrays[0][leaf])
+            arrays[0] = lax.dynamic_update_index_in_dim(arrays[0], value, leaf, 0)
+        for _ in range(chunk[0] - 1 if chunk else 0):
+            node = lax.div(node, arity)
+        for level in chunk:
+            node = lax.div(node, arity)
+            first_child = copy * sizes[level - 1] + node * arity
+            children = lax.dynamic_slice_in_dim(arrays[level - 1], first_child, arity)
+            total = _sum_in_order([children[k] for k in range(arity)])
+            parent = copy * sizes[level] + node
+            arrays[level] = lax.dynamic_update_index_in_dim(arrays[level], total, parent, 0)
+        return tuple(arrays[level] for level in carried), written
+
+    start = (tuple(flat[level] for level in carried), written)
+    arrays, written = lax.fori_loop(0, indices.shape[0], body, start)
+    for level, array in zip(carried, arrays, strict=True):
+        flat[level] = array
+    return written
 
 
 def latest_values(
