@@ -41,7 +41,7 @@ _RUN_FLAGS = {
     "num_seeds": "independent runs (seeds seed, seed+1, ...) in one vmapped program",
     "placement": f"where fragments run: {' | '.join(policies.registered())}",
     "devices": "devices: data_parallel shards, one per device; actor_learner uses 2",
-    "dp_backend": "data_parallel backend: shard_map | pmap | vmap (all shards on one device)",
+    "dp_backend": f"data_parallel backend: {' | '.join(policies.DP_BACKENDS)} (vmap: one device)",
     "policy_lag": "1: learn from the rollout collected one iteration earlier (asynchronous actors)",
     "coordinator": "host:port of process 0, for a data_parallel run across processes",
     "num_processes": "processes of a data_parallel run across processes (1: this one alone)",
@@ -65,6 +65,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
+    if argv[:1] == ["train"]:
+        return _train(argv[1:])
+    args = _parser().parse_args(argv)
+    commands = {
+        "list": lambda: _list(),
+        "profile": lambda: _profile(args),
+        "plot": lambda: _plot(args),
+        "evaluate": lambda: _evaluate(args),
+        "graph": lambda: _graph(args),
+    }
+    return commands[args.command]()
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxrl-fdg",
         description="Reinforcement learning in JAX as fragmented dataflow graphs.",
@@ -72,8 +86,28 @@ def _dispatch(argv: list[str]) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("train", help="train an agent", add_help=False)
-    sub.add_parser("list", help="list algorithms, environments and fusion modes")
-    prof = sub.add_parser("profile", help="where the time goes, under several fusion modes")
+    sub.add_parser("list", help="list algorithms, environments, placements and fusion modes")
+    _add_profile(sub.add_parser("profile", help="where the time goes, under several fusion modes"))
+    graph = sub.add_parser("graph", help="print an algorithm's dataflow graph and its order")
+    graph.add_argument("algo", help="algorithm name")
+    graph.add_argument("--env", default=cfg.TrainConfig.env)
+    graph.add_argument("--num-envs", type=int, default=cfg.TrainConfig.num_envs)
+    graph.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
+    _add_plot(
+        sub.add_parser(
+            "plot", help="learning curves of run folders: mean ± std over seeds", allow_abbrev=False
+        )
+    )
+    ev = sub.add_parser(
+        "evaluate", help="evaluate a run's checkpoint with its deterministic policy"
+    )
+    ev.add_argument("run", metavar="RUN", help="a run folder")
+    ev.add_argument("--episodes", type=int, help="episodes (default: the run's eval_episodes)")
+    ev.add_argument("--iteration", type=int, help="the checkpoint's iteration (default: latest)")
+    return parser
+
+
+def _add_profile(prof: argparse.ArgumentParser) -> None:
     prof.add_argument("--algo", default=cfg.TrainConfig.algo)
     prof.add_argument("--env", default=cfg.TrainConfig.env)
     prof.add_argument("--fusion", default="step,fragment,scan", help="comma-separated modes")
@@ -83,16 +117,9 @@ def _dispatch(argv: list[str]) -> int:
     prof.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
     prof.add_argument("--seed", type=int, default=0)
     prof.add_argument("--out", default="runs", help="parent folder of the run folders")
-    graph = sub.add_parser("graph", help="print an algorithm's dataflow graph")
-    graph.add_argument("algo", help="algorithm name")
-    graph.add_argument("--env", default=cfg.TrainConfig.env)
-    graph.add_argument("--num-envs", type=int, default=cfg.TrainConfig.num_envs)
-    graph.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
-    plot = sub.add_parser(
-        "plot",
-        help="learning curves of run folders: mean ± std over seeds",
-        allow_abbrev=False,
-    )
+
+
+def _add_plot(plot: argparse.ArgumentParser) -> None:
     plot.add_argument("runs", nargs="+", metavar="RUN", help="a run folder, or a folder of them")
     plot.add_argument(
         "--metric", default="episode_return", help="metrics column (default: episode_return)"
@@ -103,24 +130,6 @@ def _dispatch(argv: list[str]) -> int:
         metavar="FILE",
         help=f"image file (default: {plots.DEFAULT_OUTPUT} here, or in the run folder of one run)",
     )
-    ev = sub.add_parser(
-        "evaluate", help="evaluate a run's checkpoint with its deterministic policy"
-    )
-    ev.add_argument("run", metavar="RUN", help="a run folder")
-    ev.add_argument("--episodes", type=int, help="episodes (default: the run's eval_episodes)")
-    ev.add_argument("--iteration", type=int, help="the checkpoint's iteration (default: latest)")
-    if argv[:1] == ["train"]:
-        return _train(argv[1:])
-    args = parser.parse_args(argv)
-    if args.command == "list":
-        return _list()
-    if args.command == "profile":
-        return _profile(args)
-    if args.command == "plot":
-        return _plot(args)
-    if args.command == "evaluate":
-        return _evaluate(args)
-    return _graph(args)
 
 
 def _train_parser(algo: str) -> argparse.ArgumentParser:
@@ -129,7 +138,20 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
         prog="jaxrl-fdg train", description="Train an agent.", allow_abbrev=False
     )
     parser.add_argument("--config", metavar="FILE", help="a run config: .toml, .yaml/.yml or .json")
-    run = parser.add_argument_group("run")
+    _add_run_flags(parser.add_argument_group("run"))
+    group = parser.add_argument_group(f"{spec.name} hyperparameters")
+    for field in dataclasses.fields(spec.hparams):
+        group.add_argument(
+            _flag(field.name),
+            dest=f"hp.{field.name}",
+            default=None,
+            metavar="VALUE",
+            help=f"(default: {_default(field)})",
+        )
+    return parser
+
+
+def _add_run_flags(run: argparse._ArgumentGroup) -> None:
     hints = typing.get_type_hints(cfg.TrainConfig)
     for name, help_text in _RUN_FLAGS.items():
         kind = (
@@ -171,16 +193,6 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
         default=None,
         help="do not turn on JAX's persistent compilation cache (~/.cache/jaxrl_fdg/xla)",
     )
-    group = parser.add_argument_group(f"{spec.name} hyperparameters")
-    for field in dataclasses.fields(spec.hparams):
-        group.add_argument(
-            _flag(field.name),
-            dest=f"hp.{field.name}",
-            default=None,
-            metavar="VALUE",
-            help=f"(default: {_default(field)})",
-        )
-    return parser
 
 
 def _train(argv: list[str]) -> int:
