@@ -28,9 +28,10 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
+from jaxrl_fdg.core.fragment import Fragment, Role, fragment
+from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.networks import (
@@ -40,7 +41,6 @@ from jaxrl_fdg.fragments.networks import (
     ConvTorso,
     GaussianActorCritic,
 )
-from jaxrl_fdg.core.loop import Transition
 
 Metrics = dict[str, jax.Array]
 

@@ -17,9 +17,9 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import AlgorithmContext, OffPolicy
+from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.replay import linear_beta, make_prioritized, make_uniform
 from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
