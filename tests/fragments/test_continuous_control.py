@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.algorithm import AlgorithmContext
 from jaxrl_fdg.config import resolve
+from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.envs.spaces import Box
 from jaxrl_fdg.fragments import continuous, dpg, exploration, sac
 from jaxrl_fdg.fragments.offpolicy import Experience
