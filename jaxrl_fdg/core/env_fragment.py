@@ -78,24 +78,7 @@ def batched_env_fragment(
 
     def apply(state: EnvFragmentState, inputs, key: jax.Array):
         sim_state, ts = step(state.env, inputs["action"], key)
-        done = jnp.logical_or(ts.terminated, ts.truncated)
-        ep_return = state.episode_return + ts.reward
-        ep_length = state.episode_length + 1
-        new_state = EnvFragmentState(
-            sim_state,
-            ts.observation,
-            jnp.where(done, 0.0, ep_return),
-            jnp.where(done, 0, ep_length),
-        )
-        outputs = {
-            "reward": ts.reward,
-            "terminated": ts.terminated,
-            "truncated": ts.truncated,
-            "next_observation": ts.final_observation,
-            "episode_return": ep_return,
-            "episode_length": ep_length,
-        }
-        return new_state, outputs
+        return record_step(state, sim_state, ts)
 
     return fragment(
         name,
@@ -108,3 +91,29 @@ def batched_env_fragment(
         published=("observation",),
         placement=placement,
     )
+
+
+def record_step(
+    state: EnvFragmentState, sim_state: Any, ts: TimeStep
+) -> tuple[EnvFragmentState, dict[str, jax.Array]]:
+    """The env fragment's new state and outputs after the simulator stepped: running episode
+    statistics (reset where an episode ended), and the step's edges (``episode_return`` and
+    ``episode_length`` hold the ended episodes' totals where ``terminated | truncated``)."""
+    done = jnp.logical_or(ts.terminated, ts.truncated)
+    ep_return = state.episode_return + ts.reward
+    ep_length = state.episode_length + 1
+    new_state = EnvFragmentState(
+        sim_state,
+        ts.observation,
+        jnp.where(done, 0.0, ep_return),
+        jnp.where(done, 0, ep_length),
+    )
+    outputs = {
+        "reward": ts.reward,
+        "terminated": ts.terminated,
+        "truncated": ts.truncated,
+        "next_observation": ts.final_observation,
+        "episode_return": ep_return,
+        "episode_length": ep_length,
+    }
+    return new_state, outputs
