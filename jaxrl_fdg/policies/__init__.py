@@ -12,7 +12,7 @@ from jaxrl_fdg.policies.base import BasePlacement, Placement, get, register, reg
 from jaxrl_fdg.policies.data_parallel import BACKENDS as DP_BACKENDS
 from jaxrl_fdg.policies.distributed import check_processes
 from jaxrl_fdg.policies.fusion import FUSION_MODES, PROGRAMS, Plan, make_plan
-from jaxrl_fdg.policies.replication import REPLICATED, SeedLoop, seed_keys
+from jaxrl_fdg.policies.replication import Replicated, SeedLoop, seed_keys
 
 
 def select(config: Any, lanes: int) -> Placement:
@@ -27,17 +27,17 @@ def select(config: Any, lanes: int) -> Placement:
             "× the hyperparameter sweep) cannot be combined; the runs of a sweep or of several "
             "seeds share placement 'single'"
         )
-    return REPLICATED
+    return Replicated(lanes)
 
 
 __all__ = [
     "DP_BACKENDS",
     "FUSION_MODES",
     "PROGRAMS",
-    "REPLICATED",
     "BasePlacement",
     "Placement",
     "Plan",
+    "Replicated",
     "SeedLoop",
     "actor_learner",
     "check_processes",

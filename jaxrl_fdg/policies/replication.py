@@ -26,7 +26,8 @@ import numpy as np
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies.base import BasePlacement, LoopBuilder, env_fragment
+from jaxrl_fdg.policies.base import LoopBuilder, env_fragment
+from jaxrl_fdg.policies.single import Single
 
 # Builds a lane's loop from its swept hyperparameter values (traced scalars).
 Builder = Callable[[Mapping[str, jax.Array]], LoopLike]
@@ -105,7 +106,7 @@ def seed_keys(seed: int | Sequence[int], num_seeds: int | None = None) -> jax.Ar
     return jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.int32))
 
 
-class Replicated(BasePlacement):
+class Replicated(Single):
     """The placement of a run of several lanes (``num_seeds`` × the sweep's points) on one
     device: each lane runs what its run alone would, all in one vmapped program. Chosen by
     :func:`jaxrl_fdg.policies.select`, never named by a flag."""
@@ -113,17 +114,19 @@ class Replicated(BasePlacement):
     name = "replicated"
     summary = "num_seeds × sweep points as lanes of one vmapped program"
 
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+
     def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
-        super().check(config, env, spec)
         if env.on_host:
             raise ConfigError(
-                f"{lanes_text(config)} need a JAX environment; {config.env} is a host simulator "
-                "(run one process per seed instead)"
+                f"{self._runs(config)} need a JAX environment; {config.env} is a host "
+                "simulator (run one process per seed instead)"
             )
-        if config.devices != 1:
-            raise ConfigError(
-                f"devices = {config.devices}: the lanes of {lanes_text(config)} share one device"
-            )
+        super().check(config, env, spec)
+
+    def _runs(self, config: Any) -> str:
+        return f"{self.lanes} runs (num_seeds = {config.num_seeds} × the hyperparameter sweep)"
 
     def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
         env = env_fragment(resolved)
@@ -138,8 +141,3 @@ class Replicated(BasePlacement):
         return jax.vmap(run)  # each run's evaluation is the one its single run makes
 
 
-def lanes_text(config: Any) -> str:
-    return f"the runs of num_seeds = {config.num_seeds} × the hyperparameter sweep"
-
-
-REPLICATED = Replicated()
