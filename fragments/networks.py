@@ -17,6 +17,25 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 }
 
 
+def orthogonal(scale: float) -> nn.initializers.Initializer:
+    """Orthogonal initialisation (Saxe et al. 2014) as flax draws it, with its QR factorisation
+    kept unbatched under ``vmap``.
+
+    Under a vmap (a critic ensemble, seeds, data-parallel shards) flax's initializer becomes one
+    batched LAPACK QR, which XLA:CPU runs by splitting the batch over its intra-op thread pool
+    and waiting for the pieces. When every thread of that pool is itself such a waiting kernel
+    (one per forced device, on a machine with as many cores as devices) nothing is left to run
+    the pieces and the program never finishes. ``sequential_vmap`` makes the batch a loop of
+    single QRs instead: the same numbers, bit for bit, and no wait on the pool.
+    """
+    base = nn.initializers.orthogonal(scale)
+
+    def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
+        return jax.custom_batching.sequential_vmap(lambda k: base(k, shape, dtype))(key)
+
+    return init
+
+
 class MLP(nn.Module):
     """Dense layers with orthogonal initialisation, the convention of PPO implementations.
 
@@ -34,9 +53,9 @@ class MLP(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
-            x = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)))(x)
+            x = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2.0)))(x)
             x = act(x)
-        return nn.Dense(self.out_dim, kernel_init=nn.initializers.orthogonal(self.out_scale))(x)
+        return nn.Dense(self.out_dim, kernel_init=orthogonal(self.out_scale))(x)
 
 
 class ConvTorso(nn.Module):
@@ -72,7 +91,7 @@ class ConvTorso(nn.Module):
         for size in self.features:
             h, w = x.shape[-3] - 2, x.shape[-2] - 2
             patches = [x[..., i : i + h, j : j + w, :] for i in range(3) for j in range(3)]
-            dense = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2.0)))
+            dense = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2.0)))
             x = act(dense(jnp.concatenate(patches, axis=-1)))
         return x.reshape(*x.shape[:-3], -1)
 

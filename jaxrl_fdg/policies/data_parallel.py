@@ -223,15 +223,6 @@ class DataParallel(BasePlacement):
 
     def context(self, config: Any, context: AlgorithmContext) -> AlgorithmContext:
         """Each shard's context: its share of the environments, gradients averaged."""
-        devices = check_devices(config.devices, config.dp_backend)
-        critics = getattr(context.hparams, "num_critics", 1)
-        if config.dp_backend != "vmap" and devices[0].platform == "cpu" and critics > 1:
-            # A known hang, not a design limit: see the README's placement section.
-            raise ConfigError(
-                f"{config.algo} with num_critics = {critics} hangs under data_parallel on "
-                "XLA:CPU devices (seen with JAX 0.10.2); use num_critics = 1, dp_backend "
-                "'vmap', or a GPU"
-            )
         return dataclasses.replace(
             context,
             num_envs=config.num_envs // config.devices,

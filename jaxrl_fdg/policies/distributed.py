@@ -7,7 +7,7 @@ data-parallel placement's ``shard_map`` mesh spans them all
 (``jaxrl_fdg.policies.data_parallel``). Each process feeds and steps the shards on its own devices;
 the gradient mean is the one collective, and it crosses processes. A run over ``P`` processes of
 ``D`` devices each computes what one process with ``P × D`` shards computes
-(tests/core/test_distributed.py).
+(tests/policies/test_distributed.py).
 
 On CPU devices the cross-process collectives go over TCP with gloo
 (``jax_cpu_collectives_implementation``); GPUs use NCCL, as JAX arranges.

@@ -1,7 +1,7 @@
 """Checkpoints of the whole loop state with orbax: every fragment's state (parameters, optimizer
 moments, target networks, replay buffer, environment state, step counters), the key stream and
 the iteration counter. Restoring one and running on computes exactly what an uninterrupted run
-computes (tests/core/test_checkpoint.py).
+computes (tests/run/test_checkpoint.py).
 
 orbax writes each checkpoint into a temporary folder and renames it into place once complete, so
 a crash while writing leaves the previous checkpoints as they were; ``keep`` bounds how many stay.

@@ -1,9 +1,6 @@
 """Data-parallel placement on 4 forced CPU devices, in a subprocess (the device count is fixed
-when JAX starts): shard_map and pmap against the vmapped reference, and bad input.
-
-SAC and TD3 are not here: with their two-critic ensembles, the sharded program never completes
-on XLA:CPU's forced host devices (JAX 0.10.2), under shard_map and pmap alike, while the same
-algorithms with one critic run; see the README's placement section."""
+when JAX starts): shard_map and pmap against the vmapped reference, and bad input. Every
+registered algorithm, SAC and TD3 included, runs sharded in tests/policies/test_gradient_path.py."""
 
 import textwrap
 
@@ -97,8 +94,3 @@ def test_bad_placements_are_rejected_before_compiling():
         rl.resolve(base.replace(placement="single", devices=2))
     with pytest.raises(rl.ConfigError, match="unknown dp_backend 'mpi'"):
         rl.resolve(base.replace(dp_backend="mpi"))
-    sac = base.replace(algo="sac", env="Pendulum-v1", devices=1)
-    with pytest.raises(rl.ConfigError, match="sac with num_critics = 2 hangs under data_parallel"):
-        rl.resolve(sac)
-    rl.resolve(sac.replace(hparams={"num_critics": 1}))
-    rl.resolve(sac.replace(dp_backend="vmap"))
