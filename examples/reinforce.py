@@ -20,7 +20,7 @@ from jaxrl_fdg.fragments.networks import MLP
 
 def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
     policy = MLP(hidden_sizes=(64, 64), out_dim=ctx.action_space.n, out_scale=0.01)
-    tx = optax.adam(ctx.hparams.lr)
+    tx = ctx.optimizer(optax.adam(ctx.hparams.lr))  # combines gradients where a placement must
     gamma = ctx.hparams.gamma
 
     def act(state, inputs, key):  # actor: sample a ~ π(·|s)
