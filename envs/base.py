@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
@@ -201,49 +202,81 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         all three, which is still correct. Executed eagerly (op by op, outside ``jit``), the full
         path always runs, so that the operations run are the same on every step.
         """
-        num_envs = done.shape[0]
-        slots = _reset_slots(num_envs)
+        slots = _reset_slots(done.shape[0])
         reset = jax.vmap(self.auto_reset_env, in_axes=(0, 0, None))
-
-        def rank_of_finished() -> jax.Array:
-            """For each environment, how many finished environments precede it."""
-            return jnp.cumsum(done, dtype=jnp.int32) - 1
+        current = (env_state, obs)
 
         def keep(key: jax.Array) -> tuple[TEnvState, jax.Array]:
             del key
-            return env_state, obs
+            return current
 
-        def reset_every_env(key: jax.Array) -> tuple[TEnvState, jax.Array]:
-            keys = _split_keys(jax.random.split(key)[1], num_envs)
-            if num_envs > 1:
-                keys = keys[jnp.maximum(rank_of_finished(), 0)]
-            reset_state, reset_obs = reset(keys, env_state, params)
-            return _select(done, (reset_state, reset_obs), (env_state, obs))
+        def every(key: jax.Array) -> tuple[TEnvState, jax.Array]:
+            return _reset_every_env(reset, key, done, current, params)
 
-        def reset_finished_envs(key: jax.Array) -> tuple[TEnvState, jax.Array]:
-            # The k-th finished environment is reset in slot k, and reads its slot back. Where
-            # the reset ignores the finished state (no stateful wrapper), XLA drops the gather
-            # into the slots as dead code.
-            rank = rank_of_finished()
-            index = (
-                jnp.zeros((slots,), jnp.int32)
-                .at[jnp.where(done, rank, slots)]
-                .set(jnp.arange(num_envs, dtype=jnp.int32), mode="drop")
-            )
-            finished = jax.tree.map(lambda x: x[index], env_state)
-            keys = _split_keys(jax.random.split(key)[1], slots)
-            reset_state, reset_obs = reset(keys, finished, params)
-            rank = jnp.clip(rank, 0, slots - 1)
-            read_back = jax.tree.map(lambda x: x[rank], (reset_state, reset_obs))
-            return _select(done, read_back, (env_state, obs))
+        def finished(key: jax.Array) -> tuple[TEnvState, jax.Array]:
+            return _reset_finished_envs(reset, key, done, slots, current, params)
 
         if not isinstance(done, jax.core.Tracer):
-            return reset_every_env(key)
+            return every(key)
         count = jnp.sum(done, dtype=jnp.int32)
         if slots == 0:
-            return jax.lax.cond(count > 0, reset_every_env, keep, key)
+            return jax.lax.cond(count > 0, every, keep, key)
         branch = (count > 0).astype(jnp.int32) + (count > slots).astype(jnp.int32)
-        return jax.lax.switch(branch, (keep, reset_finished_envs, reset_every_env), key)
+        return jax.lax.switch(branch, (keep, finished, every), key)
+
+
+# A batched ``auto_reset_env``: (keys [B], finished states [B], params) -> (states, observations).
+_Reset = Callable[[jax.Array, Any, Any], tuple[Any, jax.Array]]
+
+
+def _rank_of_finished(done: jax.Array) -> jax.Array:
+    """For each environment, how many finished environments precede it (``done``: ``[B]``)."""
+    return jnp.cumsum(done, dtype=jnp.int32) - 1
+
+
+def _reset_every_env(
+    reset: _Reset, key: jax.Array, done: jax.Array, current: tuple[Any, jax.Array], params: Any
+) -> tuple[Any, jax.Array]:
+    """Every environment reset, the k-th finished one from the k-th reset key; the resets are
+    kept where ``done`` and ``current`` (state, observation) elsewhere."""
+    env_state, _ = current
+    num_envs = done.shape[0]
+    keys = _split_keys(jax.random.split(key)[1], num_envs)
+    if num_envs > 1:
+        keys = keys[jnp.maximum(_rank_of_finished(done), 0)]
+    reset_state, reset_obs = reset(keys, env_state, params)
+    return _select(done, (reset_state, reset_obs), current)
+
+
+def _reset_finished_envs(
+    reset: _Reset,
+    key: jax.Array,
+    done: jax.Array,
+    slots: int,
+    current: tuple[Any, jax.Array],
+    params: Any,
+) -> tuple[Any, jax.Array]:
+    """The finished environments (at most ``slots`` of them) gathered into ``slots`` slots, reset
+    there and read back; the others keep ``current``.
+
+    The k-th finished environment is reset in slot k, from the k-th reset key, and reads its slot
+    back. Where the reset ignores the finished state (no stateful wrapper), XLA drops the gather
+    into the slots as dead code.
+    """
+    env_state, _ = current
+    num_envs = done.shape[0]
+    rank = _rank_of_finished(done)
+    index = (
+        jnp.zeros((slots,), jnp.int32)
+        .at[jnp.where(done, rank, slots)]
+        .set(jnp.arange(num_envs, dtype=jnp.int32), mode="drop")
+    )
+    finished = jax.tree.map(lambda x: x[index], env_state)
+    keys = _split_keys(jax.random.split(key)[1], slots)
+    reset_state, reset_obs = reset(keys, finished, params)
+    rank = jnp.clip(rank, 0, slots - 1)
+    read_back = jax.tree.map(lambda x: x[rank], (reset_state, reset_obs))
+    return _select(done, read_back, current)
 
 
 def _reset_slots(num_envs: int) -> int:
