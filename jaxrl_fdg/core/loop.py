@@ -211,8 +211,9 @@ class Loop:
             k_sample, k_learn = jax.random.split(key)
             carry, out = self._call_method(carry, schedule.sample, edges, k_sample)
             carry, outputs = self._phase(schedule.update, carry, {**edges, **out}, k_learn)
-            if schedule.feedback is not None:
-                feedback = {**out, TD_ERROR: outputs[self.learner.name][TD_ERROR]}
+            if schedule.feedback is not None:  # the last update-phase writer of td_error
+                td_error = next(o[TD_ERROR] for o in reversed(outputs.values()) if TD_ERROR in o)
+                feedback = {**out, TD_ERROR: td_error}
                 carry, _ = self._call_method(carry, schedule.feedback, feedback, k_sample)
             return carry, _metrics(outputs, self.learner.name)
 
