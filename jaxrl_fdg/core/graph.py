@@ -156,8 +156,8 @@ def _schedule(fragments: tuple[Fragment, ...]) -> Schedule:
     learners = [f for f in fragments if f.role is Role.LEARNER]
     if len(learners) != 1:
         raise ValueError("a graph needs exactly one learner fragment")
-    sample = _method_writing(fragments, BATCH)
-    feedback = _method_reading(fragments, TD_ERROR)
+    sample = _method_with(fragments, BATCH, "outputs")
+    feedback = _method_with(fragments, TD_ERROR, "inputs")
     on_batch = [f for f in fragments if BATCH in f.inputs]
     if on_batch and sample is None:
         raise ValueError(
@@ -174,13 +174,9 @@ def _schedule(fragments: tuple[Fragment, ...]) -> Schedule:
     )
 
 
-def _method_writing(fragments, edge: str) -> tuple[str, str] | None:
-    found = [(f.name, m.name) for f in fragments for m in f.methods if edge in m.outputs]
-    return found[0] if found else None
-
-
-def _method_reading(fragments, edge: str) -> tuple[str, str] | None:
-    found = [(f.name, m.name) for f in fragments for m in f.methods if edge in m.inputs]
+def _method_with(fragments, edge: str, port: str) -> tuple[str, str] | None:
+    """The first ``(fragment, method)`` whose ``port`` (``inputs`` or ``outputs``) has ``edge``."""
+    found = [(f.name, m.name) for f in fragments for m in f.methods if edge in getattr(m, port)]
     return found[0] if found else None
 
 
