@@ -89,10 +89,10 @@ class BasePlacement:
             close(int(np.asarray(state.fragments[loop.env_frag.name].env)))
 
 
-def env_fragment(resolved: Any, num_envs: int | None = None) -> Fragment:
-    """The env fragment of ``resolved``'s environment: ``num_envs`` (default: the context's)
-    JAX environments, or host simulators."""
-    num_envs = resolved.context.num_envs if num_envs is None else num_envs
+def env_fragment(resolved: Any) -> Fragment:
+    """The env fragment of ``resolved``'s environment: the context's ``num_envs`` (one copy's
+    share) of JAX environments, or of host simulators."""
+    num_envs = resolved.context.num_envs
     if resolved.env.on_host:
         from jaxrl_fdg.envs.host import host_env_fragment
 
