@@ -17,9 +17,12 @@ from pathlib import Path
 REQUIRED = [
     "jaxrl_fdg/__init__.py",
     "jaxrl_fdg/cli.py",
-    "jaxrl_fdg/compile_cache.py",
     "jaxrl_fdg/plots.py",
-    "jaxrl_fdg/run_folder.py",
+    "jaxrl_fdg/core/loop.py",
+    "jaxrl_fdg/policies/base.py",
+    "jaxrl_fdg/config/resolve.py",
+    "jaxrl_fdg/run/compile_cache.py",
+    "jaxrl_fdg/run/run_folder.py",
     "jaxrl_fdg/envs/__init__.py",
     "jaxrl_fdg/envs/classic/cartpole.py",
     "jaxrl_fdg/fragments/ppo.py",
@@ -43,7 +46,14 @@ def main(wheel: str) -> None:
             raise SystemExit(f"{module} was imported from {path}, not from the installed wheel")
     for module in ("jaxrl_fdg.cli", "jaxrl_fdg.plots", "jaxrl_fdg.run.run_folder"):
         importlib.import_module(module)
-    heavy = {m.split(".")[0] for m in sys.modules} & {"matplotlib", "tensorboardX"}
+    heavy = {m.split(".")[0] for m in sys.modules} & {
+        "matplotlib",
+        "tensorboardX",
+        "orbax",
+        "brax",
+        "gymnasium",
+        "gymnax",
+    }
     if heavy:
         raise SystemExit(f"importing jaxrl_fdg imported {sorted(heavy)}: import them lazily")
     for generic in ("envs", "fragments", "profiling"):
