@@ -139,5 +139,3 @@ class Replicated(Single):
 
     def evaluation(self, run: Callable) -> Callable:
         return jax.vmap(run)  # each run's evaluation is the one its single run makes
-
-
