@@ -16,18 +16,20 @@ def length(metrics: dict[str, np.ndarray]) -> int:
 
 
 def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
+    """One ``metrics.jsonl`` row for a chunk of iterations: counters, episode statistics and
+    the mean of every other metric over the chunk."""
     n = length(metrics)
-    row: dict[str, Any] = {
+    out: dict[str, Any] = {
         "iteration": iterations,
         "step": iterations * config.steps_per_iteration,
         "wall_s": round(wall, 4),
         "steps_per_s": n * config.steps_per_iteration / max(window_wall, 1e-9),
     }
-    row.update(_episode_stats(metrics))
+    out.update(_episode_stats(metrics))
     for key, values in metrics.items():
         if key not in EPISODE_KEYS:
-            row[key] = float(np.mean(values))
-    return row
+            out[key] = float(np.mean(values))
+    return out
 
 
 def _episode_stats(metrics: dict[str, np.ndarray]) -> dict[str, Any]:
