@@ -174,7 +174,7 @@ WINDOW = 250  # iterations (of 4 envs × 4 steps) per point of the learning curv
 def curves():
     """Mean episode return per window of 4,000 env steps, for 3 seeds, uniform and prioritized
     replay, with DQN's default (CleanRL) settings. One run per seed: the compiled programs are
-    shared, and a vmapped init program has been seen to hang on this CPU (see test_seeds.py)."""
+    shared."""
     out = {}
     for kind in ("uniform", "prioritized"):
         per_seed = []
