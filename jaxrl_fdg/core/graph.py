@@ -82,12 +82,6 @@ class Graph(NamedTuple):
         edges = tuple(_Resolver(fragments, schedule).edges())
         return cls(name, fragments, edges, rollout_len, schedule)
 
-    def fragment(self, name: str) -> Fragment:
-        return next(f for f in self.fragments if f.name == name)
-
-    def of_role(self, role: Role) -> tuple[Fragment, ...]:
-        return tuple(f for f in self.fragments if f.role is role)
-
     def check_state(self, states: Mapping[str, Any]) -> None:
         """Graph state must be ``{fragment name: state}`` with exactly this graph's names."""
         expected = sorted(f.name for f in self.fragments)
