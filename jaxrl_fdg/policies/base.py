@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import jax
-import numpy as np
 
 from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.builder import LoopBuilder
@@ -24,6 +23,7 @@ from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies.fusion import FUSION_MODES, Plan, make_plan
+from jaxrl_fdg.policies.halved import simulator_handles
 from jaxrl_fdg.profiling.timers import Timings
 
 
@@ -86,7 +86,8 @@ class BasePlacement:
         if loop.env_frag.placement == "host":
             from jaxrl_fdg.envs.host import close
 
-            close(int(np.asarray(state.fragments[loop.env_frag.name].env)))
+            for handle in simulator_handles(loop, state):  # one per half for a HalvedLoop
+                close(handle)
 
 
 def env_fragment(resolved: Any) -> Fragment:

@@ -7,6 +7,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl_fdg.core.algorithm import Algorithm
 from jaxrl_fdg.core.fragment import Fragment, published
@@ -110,3 +111,11 @@ class HalvedLoop(Loop):
 
 def _split(key: jax.Array) -> tuple[jax.Array, ...]:
     return tuple(jax.random.split(key, HALVES))
+
+
+def simulator_handles(loop: Loop, state: LoopState) -> list[int]:
+    """The handles of the host simulators in ``state`` (one per half for a :class:`HalvedLoop`),
+    for :func:`jaxrl_fdg.envs.host.close`."""
+    env_state = state.fragments[loop.env_frag.name]
+    halves = env_state if isinstance(loop, HalvedLoop) else (env_state,)
+    return [int(np.asarray(half.env)) for half in halves]

@@ -41,28 +41,17 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
-
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.protocol import LoopLike
-from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies.base import BasePlacement, LoopBuilder, register
 from jaxrl_fdg.policies.double_buffer import DoubleBufferedPlan
 from jaxrl_fdg.policies.fusion import Plan
 from jaxrl_fdg.policies.fusion import make_plan as make_fused_plan
-from jaxrl_fdg.policies.halved import FUSION_MODES, HALVES, HalvedLoop
+from jaxrl_fdg.policies.halved import FUSION_MODES, HALVES, HalvedLoop, simulator_handles
 from jaxrl_fdg.profiling.timers import Timings
 
 __all__ = ["HOST_ENV", "DoubleBufferedPlan", "HalvedLoop", "HostEnv", "simulator_handles"]
-
-
-def simulator_handles(loop: LoopLike, state: LoopState) -> list[int]:
-    """The handles of the host simulators in ``state`` (one per half for a :class:`HalvedLoop`),
-    for :func:`jaxrl_fdg.envs.host.close`."""
-    env_state = state.fragments[loop.env_frag.name]
-    halves = env_state if isinstance(loop, HalvedLoop) else (env_state,)
-    return [int(np.asarray(half.env)) for half in halves]
 
 
 class HostEnv(BasePlacement):
@@ -118,12 +107,6 @@ class HostEnv(BasePlacement):
         if mode == "step":
             return DoubleBufferedPlan(loop, timings)
         return make_fused_plan(mode, loop, timings, chunk)
-
-    def release(self, loop: LoopLike, state: LoopState) -> None:
-        from jaxrl_fdg.envs.host import close
-
-        for handle in simulator_handles(loop, state):
-            close(handle)
 
 
 HOST_ENV = register(HostEnv())
