@@ -81,12 +81,15 @@ def test_unknown_mode_is_rejected():
 def test_overhead_calibration_and_correction():
     per_event = profiling.scope_overhead("host")
     assert 0.0 < per_event < 50e-6  # a scope is a few microseconds of Python, not more
-    timings = Timings("host")
-    with timings.scope("outer"):
-        for _ in range(1000):
-            with timings.scope("inner"):
-                pass
-    outer = timings.scopes["outer"]
-    assert outer.events == 1000
+    ratios = []
+    for _ in range(5):  # the best of five: a descheduled repetition says nothing about the model
+        timings = Timings("host")
+        with timings.scope("outer"):
+            for _ in range(1000):
+                with timings.scope("inner"):
+                    pass
+        outer = timings.scopes["outer"]
+        assert outer.events == 1000
+        ratios.append(profiling.corrected(outer, per_event) / outer.wall)
     # The outer scope did nothing but host 1000 empty scopes: corrected, almost nothing is left.
-    assert profiling.corrected(outer, per_event) < 0.5 * outer.wall
+    assert min(ratios) < 0.5, ratios
