@@ -34,14 +34,14 @@ def tiny():
 
 @pytest.fixture(scope="session")
 def report_on_devices():
-    """``run(script, devices, timeout)``: run ``script`` in a fresh Python whose JAX sees
-    ``devices`` forced CPU devices (the count is fixed when JAX starts), and return the JSON it
-    printed on its ``REPORT `` line."""
+    """``run(script, devices, timeout, args=())``: run ``script`` (``sys.argv[1:]`` = ``args``)
+    in a fresh Python whose JAX sees ``devices`` forced CPU devices (the count is fixed when JAX
+    starts), and return the JSON it printed on its ``REPORT `` line."""
 
-    def run(script: str, devices: int, timeout: float) -> dict:
+    def run(script: str, devices: int, timeout: float, args: list[str] = ()) -> dict:
         flags = f"--xla_force_host_platform_device_count={devices}"
         out = subprocess.run(
-            [sys.executable, "-c", script],
+            [sys.executable, "-c", script, *args],
             env={**os.environ, "XLA_FLAGS": flags},
             capture_output=True,
             text=True,

@@ -197,6 +197,9 @@ def test_generalized_backend_reads_the_swept_gravity():
     assert np.abs(obs[1] - obs[0]).max() > 1e-4
 
 
+# Step mode compiles Brax's pipeline into a program per step fragment: slow to compile, and step
+# mode's equivalence is covered for every algorithm on CartPole in the default tier.
+@pytest.mark.slow
 def test_ppo_trains_on_brax_the_same_in_scan_and_step_modes():
     """PPO (continuous actions) through the normal API on brax/inverted_pendulum: two iterations
     of 4 envs × 16 steps, fused into one scan or stepped one environment step per call."""

@@ -96,6 +96,7 @@ def test_continuous_actions_and_adam():
     assert loop.actor.outputs == ("action", "raw_action", "log_prob", "value")
 
 
+@pytest.mark.slow
 def test_a2c_solves_cartpole():
     # The issue asks for a mean episode return ≥ 400. Hyperparameters: rl-baselines3-zoo's A2C for
     # CartPole-v1 (hyperparams/a2c.yml: 8 envs, 5e5 steps, ent_coef 0, otherwise SB3's defaults:

@@ -28,6 +28,7 @@ SMALL = {
 THRESHOLDS = {"sac": -250.0, "td3": -250.0, "ddpg": -300.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", sorted(THRESHOLDS))
 def test_learns_pendulum(algo):
     config = rl.TrainConfig(algo=algo, out=None, progress=False, hparams=SMALL, **PENDULUM)

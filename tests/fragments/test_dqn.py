@@ -197,6 +197,7 @@ def curves():
     return out
 
 
+@pytest.mark.slow
 def test_dqn_learns_cartpole(curves):
     # Issue requirement: mean return ≥ 400. CleanRL's DQN reaches ~500 on CartPole-v1 within
     # 500k steps; here the last 30k steps of a 300k-step run, ε = 0.05 exploration included.
@@ -209,6 +210,7 @@ def _steps_to(curve, threshold):
     return (reached[0] + 1) * WINDOW * 16 if reached.size else np.inf
 
 
+@pytest.mark.slow
 def test_prioritized_replay_learns_in_no_more_steps_than_uniform(curves):
     uniform = [_steps_to(c, 400) for c in curves["uniform"]]
     prioritized = [_steps_to(c, 400) for c in curves["prioritized"]]

@@ -75,6 +75,7 @@ def test_default_ppo_solves_cartpole_on_three_seeds():
     assert np.all(np.asarray(returns) >= 475.0), returns
 
 
+@pytest.mark.slow
 def test_ppo_learns_catch_from_image_observations():
     # Catch's observation is a (10, 5, 1) image; the MLP flattens it. 5 seeds all averaged
     # ≥ 0.947 (of a maximum 1.0) over the last 20 iterations at 100k steps; threshold 0.8.
@@ -171,6 +172,7 @@ def _mean_return(metrics, iterations):
     return metrics["episode_return_sum"][last].sum() / metrics["episodes"][last].sum()
 
 
+@pytest.mark.slow
 def test_ppo_continuous_learns_pendulum():
     # Hyperparameters: rl-baselines3-zoo's tuned PPO for Pendulum-v1 (hyperparams/ppo.yml: 4 envs
     # × 1024 steps, 10 epochs of minibatches of 64, γ = 0.9, λ = 0.95, lr 1e-3 constant, no
@@ -200,6 +202,7 @@ def test_ppo_continuous_learns_pendulum():
         assert _mean_return(metrics, 5) >= -300.0, (seed, _mean_return(metrics, 5))
 
 
+@pytest.mark.slow
 def test_ppo_cnn_learns_catch():
     # The convolutional torso on Catch's (10, 5, 1) board. With lr 1e-3 (annealed) seeds 0 and 1
     # both averaged 1.0 (the maximum) over the last 3k steps of 30k; threshold 0.8. About 3 s on

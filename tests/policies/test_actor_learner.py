@@ -15,7 +15,7 @@ from jaxrl_fdg.run.checkpoint import Checkpointer
 
 _SCRIPT = textwrap.dedent(
     """
-    import json
+    import json, sys
     import jax, numpy as np
     import jaxrl_fdg as rl
     from jaxrl_fdg.policies.actor_learner import ActorLearnerPlan
@@ -33,7 +33,7 @@ _SCRIPT = textwrap.dedent(
         return all(np.array_equal(x, y) for x, y in zip(leaves(a), leaves(b)))
 
     report = {}
-    for algo in ("ppo", "dqn"):
+    for algo in json.loads(sys.argv[1]):
         base = rl.TrainConfig(
             algo=algo, total_steps=4 * 16 * 5, num_envs=4, rollout_len=16, out=None,
             progress=False, log_every=2, compile_cache=False, hparams=hparams[algo],
@@ -70,8 +70,15 @@ _SCRIPT = textwrap.dedent(
         shardings = jax.tree.leaves(program.input_shardings)
         devices[name] = sorted({d.id for s in shardings for d in s.device_set})
     report["devices"] = devices
+    print("REPORT", json.dumps(report))
+    """
+)
 
-    # Asynchronous actors learn CartPole-v1.
+_LEARN_SCRIPT = textwrap.dedent(
+    """
+    import json
+    import jaxrl_fdg as rl
+
     learned = rl.train(
         rl.TrainConfig(
             total_steps=300_000, out=None, progress=False, fusion="fragment",
@@ -79,25 +86,38 @@ _SCRIPT = textwrap.dedent(
         )
     )
     m = learned.metrics
-    report["final_return"] = float(m["episode_return_sum"][-5:].sum() / m["episodes"][-5:].sum())
-    print("REPORT", json.dumps(report))
+    final = float(m["episode_return_sum"][-5:].sum() / m["episodes"][-5:].sum())
+    print("REPORT", json.dumps({"final_return": final}))
     """
 )
 
 
 @pytest.fixture(scope="module")
 def report(report_on_devices):
-    return report_on_devices(_SCRIPT, devices=4, timeout=500)
+    return report_on_devices(_SCRIPT, devices=4, timeout=500, args=['["ppo"]'])
 
 
-@pytest.mark.parametrize("algo", ["ppo", "dqn"])
-def test_synchronous_split_equals_single_device_bit_for_bit(report, algo):
-    assert report[algo]["sync_equals_single"]
+@pytest.fixture(scope="module")
+def dqn_report(report_on_devices):
+    return report_on_devices(_SCRIPT, devices=4, timeout=500, args=['["dqn"]'])
 
 
-@pytest.mark.parametrize("algo", ["ppo", "dqn"])
-def test_asynchronous_split_equals_the_lagged_loop_in_any_fusion_mode(report, algo):
-    r = report[algo]
+# PPO in the default tier; DQN (the same placement code on an off-policy graph) in the slow tier.
+ALGOS = ["ppo", pytest.param("dqn", marks=pytest.mark.slow)]
+
+
+def _algo_report(request, algo):
+    return request.getfixturevalue("report" if algo == "ppo" else "dqn_report")[algo]
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_synchronous_split_equals_single_device_bit_for_bit(request, algo):
+    assert _algo_report(request, algo)["sync_equals_single"]
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_asynchronous_split_equals_the_lagged_loop_in_any_fusion_mode(request, algo):
+    r = _algo_report(request, algo)
     assert r["async_equals_lagged_scan"] and r["lagged_step_equals_scan"] and r["metrics_equal"]
     assert r["lag_changes_result"]  # the lag is real: a different run from the synchronous one
 
@@ -112,9 +132,10 @@ def test_rollout_and_learner_run_on_their_own_devices(report):
     assert report["devices"] == {"init": [0], "rollout": [0], "learner": [1]}
 
 
-def test_asynchronous_actors_learn_cartpole(report):
+@pytest.mark.slow
+def test_asynchronous_actors_learn_cartpole(report_on_devices):
     # Measured: 491.5 and 499.5 (seeds 0 and 1) at 300k steps; synchronous PPO reaches 500.
-    assert report["final_return"] >= 400
+    assert report_on_devices(_LEARN_SCRIPT, devices=2, timeout=500)["final_return"] >= 400
 
 
 BASE = rl.TrainConfig(total_steps=256, num_envs=4, rollout_len=16, out=None, progress=False)

@@ -70,6 +70,12 @@ def test_every_algorithm_is_swept():
 BIT_EXACT = {"ppo", "a2c", "dqn"}
 
 
+COMPILED = [m for m in rl.FUSION_MODES if m not in ("scan", "eager")]
+# Eager mode compiles every op on first use: a minute per algorithm on a cold cache. PPO and DQN
+# (on- and off-policy, every loop branch) run it in the default tier; the others in the slow tier.
+EAGER_DEFAULT = ("ppo", "dqn")
+
+
 @pytest.fixture(scope="module", params=ALGOS)
 def algo(request):
     return request.param
@@ -77,27 +83,50 @@ def algo(request):
 
 @pytest.fixture(scope="module")
 def results(algo):
-    # One run per mode and algorithm, shared by the tests below.
-    return {mode: _run(algo, mode) for mode in rl.FUSION_MODES}
+    # One run per compiled mode and algorithm, shared by the tests below.
+    return {mode: _run(algo, mode) for mode in rl.FUSION_MODES if mode != "eager"}
 
 
-@pytest.mark.parametrize("mode", [m for m in rl.FUSION_MODES if m != "scan"])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(a, marks=() if a in EAGER_DEFAULT else pytest.mark.slow) for a in ALGOS],
+)
+def eager(request):
+    """The scan run and the eager run of one algorithm."""
+    return {mode: _run(request.param, mode) for mode in ("scan", "eager")}
+
+
+@pytest.mark.parametrize("mode", COMPILED)
 def test_same_parameters_as_scan(algo, results, mode):
     # Every fragment's state: parameters, optimizer and target networks, replay, env, actor.
-    reference = results["scan"][0].fragments
-    state = results[mode][0].fragments
     # Compiled modes run the same ops on the same inputs: bit for bit where XLA fuses them alike
-    # (BIT_EXACT). Eager dispatches op by op without XLA's fusion, so float32 rounding may differ
-    # in the last bits.
-    exact = mode != "eager" and algo in BIT_EXACT
+    # (BIT_EXACT).
+    exact = algo in BIT_EXACT
     tol = dict(rtol=0, atol=0) if exact else dict(rtol=1e-5, atol=1e-6)
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, **tol), state, reference)
-    assert int(results[mode][0].iteration) == 3
+    _same_state(results[mode][0], results["scan"][0], tol)
 
 
-@pytest.mark.parametrize("mode", [m for m in rl.FUSION_MODES if m != "scan"])
+def test_eager_same_state_and_metrics_as_scan(eager):
+    # Eager dispatches op by op without XLA's fusion, so float32 rounding may differ in the last
+    # bits.
+    _same_state(eager["eager"][0], eager["scan"][0], dict(rtol=1e-5, atol=1e-6))
+    _same_metrics(eager["eager"][1], eager["scan"][1])
+    _same_keys_and_observations(eager["eager"][0], eager["scan"][0])
+
+
+def _same_state(state, reference, tol):
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, **tol), state.fragments, reference.fragments
+    )
+    assert int(state.iteration) == 3
+
+
+@pytest.mark.parametrize("mode", COMPILED)
 def test_same_metrics_as_scan(results, mode):
-    reference, metrics = results["scan"][1], results[mode][1]
+    _same_metrics(results[mode][1], results["scan"][1])
+
+
+def _same_metrics(metrics, reference):
     assert sorted(metrics) == sorted(reference)
     for key in reference:
         assert metrics[key].shape == (3,)
@@ -105,18 +134,15 @@ def test_same_metrics_as_scan(results, mode):
 
 
 def test_same_env_state_and_keys(results):
-    ref = results["scan"][0]
-    for mode in ("step", "fragment", "iteration", "eager"):
-        state = results[mode][0]
-        np.testing.assert_array_equal(
-            jax.random.key_data(state.key), jax.random.key_data(ref.key), err_msg=mode
-        )
-        np.testing.assert_allclose(
-            state.fragments["env"].observation,
-            ref.fragments["env"].observation,
-            rtol=1e-5,
-            atol=1e-6,
-        )
+    for mode in COMPILED:
+        _same_keys_and_observations(results[mode][0], results["scan"][0])
+
+
+def _same_keys_and_observations(state, ref):
+    np.testing.assert_array_equal(jax.random.key_data(state.key), jax.random.key_data(ref.key))
+    np.testing.assert_allclose(
+        state.fragments["env"].observation, ref.fragments["env"].observation, rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("mode", ["step", "fragment", "iteration", "scan"])
@@ -125,12 +151,12 @@ def test_no_recompilation_after_first_iteration(results, mode):
     assert new_compiles == 0, late
 
 
-def test_eager_compiles_only_optax_integer_powers(results):
+def test_eager_compiles_only_optax_integer_powers(eager):
     # In eager mode every op is compiled on first use and cached. The one exception is optax's
     # Adam bias correction `decay ** count`: with a concrete `count`, jnp.power specialises to
     # an integer_pow kernel per exponent, i.e. one per optimizer step. Everything else must come
     # from the cache.
-    _, _, new_compiles, late = results["eager"]
+    _, _, new_compiles, late = eager["eager"]
     assert all("integer_pow" in m for m in late), late
     assert new_compiles == len(late)
 

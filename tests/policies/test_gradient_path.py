@@ -35,8 +35,8 @@ _SCRIPT = textwrap.dedent(
             "spread": max(float(np.max(np.abs(x[0] - x[1]))) for x in leaves),
             "moved": max(
                 float(np.max(np.abs(a[0] - b[0])))
-                for a, b in zip(leaves, jax.tree.leaves(rl.build_loop(rl.resolve(config)).init(
-                    jax.random.key(config.seed)).fragments["learner"]))
+                for a, b in zip(leaves, jax.tree.leaves(jax.jit(rl.build_loop(rl.resolve(
+                    config)).init)(jax.random.key(config.seed)).fragments["learner"]))
             ),
             "updates": float(np.sum(result.metrics.get("updates", [1.0]))),
         }}
@@ -59,14 +59,33 @@ def test_every_registered_algorithm_is_covered():
     assert set(TINY) == set(algorithms.registered())
 
 
+# One of each kind in the default tier (on-policy; off-policy with a target network; actor-critic
+# with a learned temperature and a critic ensemble), the other three in the slow tier.
+DEFAULT_TIER = ("ppo", "dqn", "sac")
+
+
+def _report(run, algos):
+    tiny = {algo: TINY[algo] for algo in algos}
+    return run(_SCRIPT.format(tiny=json.dumps(tiny)), devices=2, timeout=600)
+
+
 @pytest.fixture(scope="module")
-def report(report_on_devices):
-    return report_on_devices(_SCRIPT.format(tiny=json.dumps(TINY)), devices=2, timeout=600)
+def default_report(report_on_devices):
+    return _report(report_on_devices, DEFAULT_TIER)
 
 
-@pytest.mark.parametrize("algo", sorted(TINY))
-def test_shards_keep_one_learner(report, algo):
-    row = report[algo]
+@pytest.fixture(scope="module")
+def slow_report(report_on_devices):
+    return _report(report_on_devices, sorted(set(TINY) - set(DEFAULT_TIER)))
+
+
+@pytest.mark.parametrize(
+    "algo",
+    [pytest.param(a, marks=() if a in DEFAULT_TIER else pytest.mark.slow) for a in sorted(TINY)],
+)
+def test_shards_keep_one_learner(request, algo):
+    tier = "default_report" if algo in DEFAULT_TIER else "slow_report"
+    row = request.getfixturevalue(tier)[algo]
     assert row["updates"] > 0  # the learner stepped (off-policy ones after their warm-up)
     assert row["moved"] > 0  # and its parameters changed
     assert row["spread"] == 0.0, row  # identically on both shards

@@ -172,6 +172,7 @@ def test_device_computes_one_half_while_the_host_steps_the_other(schedule):
 # -- learning --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ppo_learns_cartpole_through_the_double_buffered_plan():
     # gymnasium's CartPole stepped on the host in two halves of 4, PPO's defaults otherwise.
     # Seeds 0-3 reached 198, 174, 210, 152 at 61k steps (~15 s each on a 2-core CPU); random

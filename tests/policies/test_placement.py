@@ -2,6 +2,7 @@
 when JAX starts): shard_map and pmap against the vmapped reference, and bad input. Every
 registered algorithm, SAC and TD3 included, runs sharded in tests/policies/test_gradient_path.py."""
 
+import json
 import textwrap
 
 import pytest
@@ -21,7 +22,8 @@ _SCRIPT = textwrap.dedent(
     }
     envs = {"ppo": "CartPole-v1", "dqn": "CartPole-v1", "ddpg": "Pendulum-v1"}
     report = {}
-    for algo, fusion in [("ppo", "scan"), ("ppo", "step"), ("dqn", "scan"), ("ddpg", "iteration")]:
+    for case in json.loads(sys.argv[1]):
+        algo, fusion = case.split("-")
         base = rl.TrainConfig(
             algo=algo, env=envs[algo], total_steps=8 * 8 * 4, num_envs=8, rollout_len=8,
             out=None, progress=False, log_every=2, fusion=fusion, placement="data_parallel",
@@ -58,9 +60,29 @@ _SCRIPT = textwrap.dedent(
 )
 
 
+# The default tier runs the fused program of an on- and an off-policy algorithm; the slow tier
+# adds step mode and DDPG's iteration programs.
+DEFAULT_TIER = ["ppo-scan", "dqn-scan"]
+SLOW_TIER = ["ppo-step", "ddpg-iteration"]
+
+
 @pytest.fixture(scope="module")
-def report(report_on_devices):
-    return report_on_devices(_SCRIPT, devices=4, timeout=400)
+def default_report(report_on_devices):
+    return report_on_devices(_SCRIPT, devices=4, timeout=400, args=[json.dumps(DEFAULT_TIER)])
+
+
+@pytest.fixture(scope="module")
+def slow_report(report_on_devices):
+    return report_on_devices(_SCRIPT, devices=4, timeout=400, args=[json.dumps(SLOW_TIER)])
+
+
+@pytest.fixture
+def report(request, case):
+    return request.getfixturevalue("default_report" if case in DEFAULT_TIER else "slow_report")
+
+
+def _cases(cases):
+    return [pytest.param(c, marks=() if c in DEFAULT_TIER else pytest.mark.slow) for c in cases]
 
 
 # 4 devices × 2 envs against 4 shards × 2 envs vmapped on one device (N·E = 8 envs there): the
@@ -69,14 +91,14 @@ def report(report_on_devices):
 TOLERANCE = 1e-6
 
 
-@pytest.mark.parametrize("case", ["ppo-scan", "ppo-step", "dqn-scan", "ddpg-iteration"])
+@pytest.mark.parametrize("case", _cases(["ppo-scan", "ppo-step", "dqn-scan", "ddpg-iteration"]))
 def test_devices_equal_the_single_device_reference(report, case):
     r = report[case]
     assert r["shard_map"] <= TOLERANCE and r["pmap"] <= TOLERANCE, r
     assert r["devices"] == 4  # the environments really were spread over 4 devices
 
 
-@pytest.mark.parametrize("case", ["ppo-scan", "dqn-scan", "ddpg-iteration"])
+@pytest.mark.parametrize("case", _cases(["ppo-scan", "dqn-scan", "ddpg-iteration"]))
 def test_learner_copies_stay_identical_and_finite(report, case):
     assert report[case]["learner_spread"] == 0.0
     assert report[case]["finite"]

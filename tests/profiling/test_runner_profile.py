@@ -44,6 +44,7 @@ def test_off_mode_writes_no_profile(tiny, tmp_path):
     assert (tmp_path / "o" / "summary.json").exists()
 
 
+@pytest.mark.slow
 def test_corrected_total_is_close_to_an_uninstrumented_run(tiny):
     # Step mode makes 2 scope events per env step, the most the layer ever records. Band: ±30%,
     # because short runs on a shared 2-core machine vary by ±10% on their own and more when other
