@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxrl_fdg.profiling.timers import ScopeStats, Timings
+from jaxrl_fdg.profiling.timers import COMPILE_WAIT, ScopeStats, Timings
 from jaxrl_fdg.profiling.trace import Attribution
 
 _BOUNDARY = ("collect", "log", "checkpoint")  # host work at boundaries, not programs
@@ -70,7 +70,7 @@ def summarize(
     """
     scopes = timings.scopes
     programs, aot_compile = _programs(scopes)
-    run_scopes = [s for n, s in scopes.items() if not n.startswith("compile:")]
+    run_scopes = [s for n, s in scopes.items() if not _is_compile(n)]
     in_run_compile = sum(s.compile for s in run_scopes)
     collect = scopes.get("collect", ScopeStats())
     log = scopes.get("log", ScopeStats())
@@ -106,22 +106,30 @@ def summarize(
 
 def _programs(scopes: dict[str, ScopeStats]) -> tuple[dict[str, dict[str, float]], float]:
     """Per-program rows (calls, compile, dispatch and device seconds) from the scopes named after
-    programs and their ``compile:<program>`` scopes, and the total ahead-of-time compile time.
+    programs and their ``compile:<program>`` scopes, and the wall time of ahead-of-time
+    compilation (programs compiled at the same time count once, by their ``compile`` scope).
     Boundary scopes (``collect``, ``log``, ``checkpoint``) are host work, not programs."""
     programs: dict[str, dict[str, float]] = {}
     aot_compile = 0.0
+    together = scopes.get("compile", ScopeStats())  # programs compiled at the same time
     for name, stats in scopes.items():
         if name.startswith("compile:"):
             program = name.split(":", 1)[1]
             programs.setdefault(program, _row())["compile_s"] += stats.wall
-            aot_compile += stats.wall
-        elif name not in _BOUNDARY:
+            if name not in together.children:
+                aot_compile += stats.wall
+        elif name not in _BOUNDARY and not _is_compile(name):
             row = programs.setdefault(name, _row())
             row["calls"] += stats.calls
             row["compile_s"] += stats.compile  # eager mode compiles op by op, inside calls
             row["dispatch_s"] += stats.host
             row["device_s"] += stats.wait
-    return programs, aot_compile
+    waited = scopes.get(COMPILE_WAIT, ScopeStats()).wall
+    return programs, aot_compile + together.wall + waited
+
+
+def _is_compile(name: str) -> bool:
+    return name in ("compile", COMPILE_WAIT) or name.startswith("compile:")
 
 
 def _row() -> dict[str, float]:

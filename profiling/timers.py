@@ -36,6 +36,9 @@ COMPILE_EVENTS = (
     "/jax/core/compile/backend_compile_duration",
 )
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+# Scope of the time a run waited for programs still compiling in the background (``Plan.start``):
+# compile time, not run time.
+COMPILE_WAIT = "compile-wait"
 
 
 @dataclass
@@ -99,6 +102,23 @@ class Timings:
         if not (self.enabled or always):
             return _NULL
         return _Scope(self, name)
+
+    def record(self, name: str, seconds: float, *, within: str | None = None) -> None:
+        """Charge ``seconds`` measured elsewhere (on another thread) to scope ``name``, as one
+        call that is part of scope ``within`` (default: the open scope). Its time is not taken
+        out of that scope's ``exclusive``: work on other threads overlaps it. Recorded in every
+        mode."""
+        stats = self.scopes.setdefault(name, ScopeStats())
+        stats.calls += 1
+        stats.wall += seconds
+        stats.exclusive += seconds
+        if within is not None:
+            parent = self.scopes.setdefault(within, ScopeStats())
+        elif self._stack:
+            parent = self._stack[-1].stats
+        else:
+            return
+        parent.children[name] = parent.children.get(name, 0) + 1
 
     def wait(self, tree: Any) -> Any:
         """``block_until_ready(tree)``, charged as device waiting to the open scope."""
@@ -300,6 +320,7 @@ install_compile_listener()
 
 
 __all__ = [
+    "COMPILE_WAIT",
     "MODES",
     "ScopeStats",
     "Timings",

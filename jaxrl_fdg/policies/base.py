@@ -56,6 +56,11 @@ class Placement(Protocol):
     def release(self, loop: LoopLike, state: LoopState) -> None:
         """Free host resources the run's state holds (host simulators)."""
 
+    def compiles_from_shapes(self, resolved: Any) -> bool:
+        """Whether the plan's programs are fully described by the shapes of their arguments
+        (every array on the default device, no host state), so they can all be compiled before
+        ``init`` has run, at the same time (``Plan.start``)."""
+
 
 class BasePlacement:
     """Defaults shared by the placements: one copy of the graph, fused plans, one key."""
@@ -81,6 +86,9 @@ class BasePlacement:
 
     def evaluation(self, run: Callable) -> Callable:
         return run
+
+    def compiles_from_shapes(self, resolved: Any) -> bool:
+        return False
 
     def release(self, loop: LoopLike, state: LoopState) -> None:
         if loop.env_frag.placement == "host":

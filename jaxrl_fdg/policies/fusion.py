@@ -18,7 +18,10 @@ run time, and a later call can never silently recompile.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +32,7 @@ import numpy as np
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.profiling.timers import Timings
+from jaxrl_fdg.profiling.timers import COMPILE_WAIT, Timings
 
 FUSION_MODES = ("eager", "step", "fragment", "iteration", "scan")
 
@@ -42,6 +45,50 @@ PROGRAMS = {
 }
 
 
+# Programs a caller adds to a plan's (evaluation): name -> (function, state -> its arguments).
+Extra = dict[str, tuple[Callable, Callable[[LoopState], tuple]]]
+
+
+class _Compiler:
+    """Lowered programs compiling on worker threads, in the order given: one thread per two
+    usable cores (XLA:CPU already spreads one compile over about two), at least one.
+
+    :meth:`result` waits for a program and charges its own compile seconds (plus the lowering
+    measured before) to ``compile:<name>``, as part of the ``compile`` scope's programs."""
+
+    def __init__(self, lowered: dict[str, tuple[Any, float]], timings: Timings):
+        self.timings = timings
+        self.lowering = {name: seconds for name, (_, seconds) in lowered.items()}
+        self.futures: dict[str, concurrent.futures.Future] = {}
+        if not lowered:
+            return
+        workers = max(1, min(len(lowered), _usable_cores() // 2))
+        pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="compile")
+        for name, (program, _) in lowered.items():
+            self.futures[name] = pool.submit(_compile_timed, program)
+        pool.shutdown(wait=False)  # its threads end when the queue is done
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.futures
+
+    def result(self, name: str) -> Any:
+        compiled, seconds = self.futures.pop(name).result()
+        self.timings.record(f"compile:{name}", self.lowering[name] + seconds, within="compile")
+        return compiled
+
+
+def _compile_timed(lowered: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    return compiled, time.perf_counter() - start
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 class Plan:
     """Compiled programs for one fusion mode, and how to advance the loop ``n`` iterations."""
 
@@ -52,6 +99,7 @@ class Plan:
         self.timings = timings or Timings()
         self._programs: dict[str, Callable] = {}
         self._functions: dict[str, Callable] = {}  # what each program compiles
+        self._compiling = _Compiler({}, self.timings)  # programs still compiling (start)
 
     def init(self, key: jax.Array) -> LoopState:
         """The initial loop state (itself a compiled program, except in eager mode)."""
@@ -59,10 +107,11 @@ class Plan:
             self._programs["init"] = jax.jit(self.loop.init).lower(key).compile()
         return self._call("init", key)
 
-    def compile(self, state: LoopState) -> None:
-        """Compile every program for the shapes of ``state`` (charged to ``compile:<name>``)."""
+    def compile(self, state: LoopState, extra: Extra | None = None) -> None:
+        """Compile every program for the shapes of ``state`` (charged to ``compile:<name>``),
+        one after another; ``extra`` adds programs of the caller's (see :meth:`start`)."""
         uncompiled = self._uncompiled()
-        for name, (fn, args) in self._signatures(state).items():
+        for name, (fn, args) in self._all_signatures(state, extra).items():
             self._functions[name] = fn
             if name in uncompiled:
                 self._programs[name] = fn
@@ -70,13 +119,67 @@ class Plan:
             with self.timings.scope(f"compile:{name}", always=True):
                 self._programs[name] = jax.jit(fn).lower(*args).compile()
 
+    def start(self, key: jax.Array, extra: Extra | None = None) -> LoopState:
+        """:meth:`init` and :meth:`compile` in one, without waiting for ``init`` to run: every
+        program, ``init`` included, is lowered for the shapes ``init`` will return (traced, not
+        computed) and compiled on worker threads (XLA releases the GIL while it compiles).
+        Returns the initial state once ``init`` and the mode's own programs are compiled.
+
+        ``extra`` maps more program names to ``(fn, args_for)``, ``args_for(state)`` giving the
+        arguments to compile ``fn`` for, called with :meth:`call`. They keep compiling behind
+        the first chunks; the first call waits for its program if it must. Only for placements
+        whose programs are fully described by their arguments' shapes (one device, no host
+        state): see ``Placement.compiles_from_shapes``.
+
+        ``compile:<program>`` scopes get each program's own tracing, lowering and compile time;
+        the ``compile`` scope around them the wall time the run waited, which is less than their
+        sum when they overlap."""
+        extra = extra or {}
+        with self.timings.scope("compile", always=True):
+            start = time.perf_counter()
+            traced = jax.jit(self.loop.init).trace(key)
+            lowered = {"init": (traced.lower(), time.perf_counter() - start)}
+            uncompiled = self._uncompiled()
+            for name, (fn, args) in self._all_signatures(traced.out_info, extra).items():
+                self._functions[name] = fn
+                if name in uncompiled:
+                    self._programs[name] = fn
+                    continue
+                start = time.perf_counter()
+                lowered[name] = (jax.jit(fn).lower(*args), time.perf_counter() - start)
+            self._compiling = _Compiler(lowered, self.timings)
+            for name in lowered:
+                if name not in extra:
+                    self._programs[name] = self._compiling.result(name)
+        return self._call("init", key)
+
+    def _program(self, name: str) -> Callable:
+        program = self._programs.get(name)
+        if program is None and name in self._compiling:  # still compiling in the background
+            with self.timings.scope(COMPILE_WAIT, always=True):
+                program = self._programs[name] = self._compiling.result(name)
+        return program
+
+    def call(self, name: str, *args: Any) -> Any:
+        """Call compiled program ``name`` (one of ``extra``'s, say), timed as scope ``name``."""
+        return self._call(name, *args)
+
+    def _all_signatures(self, state, extra: Extra | None) -> dict[str, tuple[Callable, tuple]]:
+        signatures = self._signatures(state)
+        for name, (fn, args_for) in (extra or {}).items():
+            signatures[name] = (fn, args_for(state))
+        return signatures
+
     def _uncompiled(self) -> set[str]:
         """Programs this mode runs as plain Python (host-placed fragments in split modes)."""
         return set()
 
     @property
     def compiled(self) -> dict[str, Any]:
-        """The compiled executables by program name (empty in eager mode)."""
+        """The compiled executables by program name (empty in eager mode); waits for any still
+        compiling."""
+        for name in list(self._compiling.futures):
+            self._program(name)
         return {k: v for k, v in self._programs.items() if hasattr(v, "as_text")}
 
     def advance(self, state: LoopState, n: int) -> tuple[LoopState, Any]:
@@ -106,8 +209,9 @@ class Plan:
         return contextlib.nullcontext()
 
     def _call(self, name: str, *args: Any):
+        program = self._program(name)
         with self.timings.scope(name):
-            out = self._programs[name](*args)
+            out = program(*args)
             if self.timings.synchronous:
                 self.timings.wait(out)
         if jax.config.jax_debug_nans and name in self._functions:
@@ -208,15 +312,25 @@ class EagerPlan(StepPlan):
 
     mode = "eager"
 
-    def compile(self, state):
+    def init(self, key):
+        with self.timings.scope("init"), jax.disable_jit():
+            return self.loop.init(key)
+
+    def compile(self, state, extra=None):
+        """Nothing of the loop's compiles; programs in ``extra`` (evaluation) still do."""
         loop = self.loop
         self._programs = {"keys": loop.begin, "stack": loop.stack, "learner": loop.learn}
         for i, frag in enumerate(loop.step_fragments):
             self._programs[frag.name] = loop.step_fn(i)
+        for name, (fn, args_for) in (extra or {}).items():
+            self._functions[name] = fn
+            with self.timings.scope(f"compile:{name}", always=True):
+                self._programs[name] = jax.jit(fn).lower(*args_for(state)).compile()
 
-    def init(self, key):
-        with self.timings.scope("init"), jax.disable_jit():
-            return self.loop.init(key)
+    def start(self, key, extra=None):
+        state = self.init(key)
+        self.compile(state, extra)
+        return state
 
     def _context(self):
         return jax.disable_jit()

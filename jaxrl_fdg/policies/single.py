@@ -21,5 +21,9 @@ class Single(BasePlacement):
                 "'single' runs on one device)"
             )
 
+    def compiles_from_shapes(self, resolved: Any) -> bool:
+        # Host simulators keep state outside JAX: their arrays exist only once init has run.
+        return not resolved.env.on_host
+
 
 SINGLE = register(Single())

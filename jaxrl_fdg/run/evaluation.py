@@ -34,11 +34,11 @@ def check_evaluation(resolved: Resolved, loop: LoopLike) -> None:
         )
 
 
-def evaluation_program(
-    resolved: Resolved, loop: LoopLike, state: LoopState, timings: Timings
-) -> Callable[[LoopState, int], Any]:
-    """``(state, iteration) -> evaluation metrics`` (on the device): the evaluation fragment on the
-    learner's current ``params``, compiled ahead of time like the plan's programs."""
+def evaluation_function(
+    resolved: Resolved, loop: LoopLike
+) -> tuple[Callable[[dict, jax.Array], dict[str, jax.Array]], Callable[[int], jax.Array]]:
+    """``(run, keys)``: ``run(state.fragments, keys(iteration))`` evaluates the learner's current
+    ``params`` (its metrics stay on the device), with this placement's layout of the state."""
     config = resolved.config
     check_evaluation(resolved, loop)
     frag = evaluator(resolved.env, resolved.env_params, loop.policy, config.eval_episodes)
@@ -54,7 +54,15 @@ def evaluation_program(
             return evaluation_key(config.seed, iteration)
         return jax.vmap(lambda seed: evaluation_key(seed, iteration))(seeds)
 
-    run = resolved.placement.evaluation(run)
+    return resolved.placement.evaluation(run), keys
+
+
+def evaluation_program(
+    resolved: Resolved, loop: LoopLike, state: LoopState, timings: Timings
+) -> Callable[[LoopState, int], Any]:
+    """``(state, iteration) -> evaluation metrics`` (on the device): :func:`evaluation_function`
+    compiled ahead of time for the shapes of ``state``."""
+    run, keys = evaluation_function(resolved, loop)
     with timings.scope("compile:evaluate", always=True):
         program = jax.jit(run).lower(state.fragments, keys(0)).compile()
 

@@ -35,7 +35,7 @@ from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
-from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_program
+from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_function
 from jaxrl_fdg.run.run_folder import RunFolder
 from jaxrl_fdg.run.session import Session, StopOnSignal
 
@@ -128,10 +128,15 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
     checkpointer = None
     if folder is not None and not resolved.env.on_host and config.num_processes == 1:
         checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep)
-    state, rows = _start(resolved, plan, checkpointer, folder, lane_folders, resume)
-    evaluate = None
-    if config.eval_every:
-        evaluate = evaluation_program(resolved, loop, state, plan.timings)
+    extra, evaluate = {}, None
+    if config.eval_every:  # compiled with the plan's programs, called behind its chunks
+        run_evaluation, keys = evaluation_function(resolved, loop)
+        extra["evaluate"] = (run_evaluation, lambda state: (state.fragments, keys(0)))
+
+        def evaluate(state: LoopState, iteration: int):
+            return plan.call("evaluate", state.fragments, keys(iteration))
+
+    state, rows = _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume)
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     session = Session(config, label, plan, folder, checkpointer, rows, evaluate, lane_folders)
     try:
@@ -178,11 +183,17 @@ def _folders(resolved: Resolved, resume: str | Path | None):
     return folder, _lane_folders(folder, resolved, resume is not None)
 
 
-def _start(resolved, plan, checkpointer, folder, lane_folders, resume):
+def _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume):
     """The compiled plan's initial state (or the checkpoint it resumes from) and the metric
-    rows logged before it."""
+    rows logged before it. A fresh run whose programs the shapes describe compiles them all at
+    once (``Plan.start``); otherwise init runs first and the rest compile for its result (or
+    for the restored checkpoint's, which orbax may type a little differently)."""
+    key = resolved.placement.initial_key(resolved)
+    if resume is None and resolved.placement.compiles_from_shapes(resolved):
+        with _sweep_errors(resolved):
+            return plan.start(key, extra), []
     with _sweep_errors(resolved):
-        state = plan.init(resolved.placement.initial_key(resolved))
+        state = plan.init(key)
     rows: list[dict[str, Any]] = []
     if resume is not None:
         state = checkpointer.restore(state)
@@ -190,7 +201,7 @@ def _start(resolved, plan, checkpointer, folder, lane_folders, resume):
         for lane_folder in lane_folders:
             lane_folder.truncate_metrics(iterations_done(state))
     with _sweep_errors(resolved):
-        plan.compile(state)
+        plan.compile(state, extra)
     return state, rows
 
 

@@ -19,7 +19,7 @@ from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, trace
-from jaxrl_fdg.profiling.timers import user_scope_names
+from jaxrl_fdg.profiling.timers import COMPILE_WAIT, user_scope_names
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
 from jaxrl_fdg.run.progress import ProgressDisplay
@@ -174,7 +174,9 @@ class Session:
 
     def finish(self, loop: LoopLike) -> dict[str, Any]:
         """Close progress, attribute any trace, summarise, write the run folder's files."""
-        run_seconds = time.perf_counter() - self.start - self.session
+        waited = self.timings.scopes.get(COMPILE_WAIT)  # for programs compiling behind the run
+        compiling = waited.wall if waited else 0.0
+        run_seconds = time.perf_counter() - self.start - self.session - compiling
         self.display.close()
         attribution, events = None, self.events
         if events:
