@@ -78,12 +78,18 @@ def test_unknown_mode_is_rejected():
         Timings("fast")
 
 
-def test_correction_takes_the_calibrated_cost_of_each_nested_event_out():
+def _empty_scopes(n: int) -> Timings:
+    """Timings of one ``outer`` scope that did nothing but open and close ``n`` empty ones."""
     timings = Timings("host")
     with timings.scope("outer"):
-        for _ in range(10):
+        for _ in range(n):
             with timings.scope("inner"):
                 pass
+    return timings
+
+
+def test_correction_takes_the_calibrated_cost_of_each_nested_event_out():
+    timings = _empty_scopes(10)
     outer = timings.scopes["outer"]
     assert outer.events == 10 and timings.scopes["inner"].events == 0
     assert profiling.corrected(outer, 0.0) == outer.wall
@@ -98,12 +104,7 @@ def test_overhead_calibration_and_correction():
     per_event = profiling.scope_overhead("host")
     ratios = []
     for _ in range(5):  # the best of five: a descheduled repetition says nothing about the model
-        timings = Timings("host")
-        with timings.scope("outer"):
-            for _ in range(1000):
-                with timings.scope("inner"):
-                    pass
-        outer = timings.scopes["outer"]
+        outer = _empty_scopes(1000).scopes["outer"]
         assert outer.events == 1000
         ratios.append(profiling.corrected(outer, per_event) / outer.wall)
     # The outer scope did nothing but host 1000 empty scopes: corrected, almost nothing is left.
