@@ -110,14 +110,26 @@ class Plan:
     def compile(self, state: LoopState, extra: Extra | None = None) -> None:
         """Compile every program for the shapes of ``state`` (charged to ``compile:<name>``),
         one after another; ``extra`` adds programs of the caller's (see :meth:`start`)."""
-        uncompiled = self._uncompiled()
-        for name, (fn, args) in self._all_signatures(state, extra).items():
+        self._compile_each(self._all_signatures(state, extra))
+
+    def _compile_each(self, signatures: dict[str, tuple[Callable, tuple]]) -> None:
+        for name, (lowered, lowering) in self._lower(signatures).items():
+            compiled, seconds = _compile_timed(lowered)
+            self._programs[name] = compiled
+            self.timings.record(f"compile:{name}", lowering + seconds)
+
+    def _lower(self, signatures: dict[str, tuple[Callable, tuple]]) -> dict[str, tuple[Any, float]]:
+        """Each program lowered for its arguments, with the seconds that took (tracing
+        included). Programs this mode runs as plain Python are set aside, not lowered."""
+        uncompiled, lowered = self._uncompiled(), {}
+        for name, (fn, args) in signatures.items():
             self._functions[name] = fn
             if name in uncompiled:
                 self._programs[name] = fn
                 continue
-            with self.timings.scope(f"compile:{name}", always=True):
-                self._programs[name] = jax.jit(fn).lower(*args).compile()
+            start = time.perf_counter()
+            lowered[name] = (jax.jit(fn).lower(*args), time.perf_counter() - start)
+        return lowered
 
     def start(self, key: jax.Array, extra: Extra | None = None) -> LoopState:
         """:meth:`init` and :meth:`compile` in one, without waiting for ``init`` to run: every
@@ -139,14 +151,7 @@ class Plan:
             start = time.perf_counter()
             traced = jax.jit(self.loop.init).trace(key)
             lowered = {"init": (traced.lower(), time.perf_counter() - start)}
-            uncompiled = self._uncompiled()
-            for name, (fn, args) in self._all_signatures(traced.out_info, extra).items():
-                self._functions[name] = fn
-                if name in uncompiled:
-                    self._programs[name] = fn
-                    continue
-                start = time.perf_counter()
-                lowered[name] = (jax.jit(fn).lower(*args), time.perf_counter() - start)
+            lowered.update(self._lower(self._all_signatures(traced.out_info, extra)))
             self._compiling = _Compiler(lowered, self.timings)
             for name in lowered:
                 if name not in extra:
@@ -322,10 +327,9 @@ class EagerPlan(StepPlan):
         self._programs = {"keys": loop.begin, "stack": loop.stack, "learner": loop.learn}
         for i, frag in enumerate(loop.step_fragments):
             self._programs[frag.name] = loop.step_fn(i)
-        for name, (fn, args_for) in (extra or {}).items():
-            self._functions[name] = fn
-            with self.timings.scope(f"compile:{name}", always=True):
-                self._programs[name] = jax.jit(fn).lower(*args_for(state)).compile()
+        self._compile_each(
+            {name: (fn, args_for(state)) for name, (fn, args_for) in (extra or {}).items()}
+        )
 
     def start(self, key, extra=None):
         state = self.init(key)
