@@ -12,20 +12,15 @@ from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT
 from jaxrl_fdg.run.evaluation import evaluation_function
 
-CONFIG = rl.TrainConfig(
-    total_steps=2 * 8 * 3,
-    num_envs=2,
-    rollout_len=8,
-    out=None,
-    progress=False,
-    eval_every=16,
-    eval_episodes=2,
-    hparams={"num_minibatches": 2, "update_epochs": 1},
-)
+
+@pytest.fixture
+def config(tiny):
+    """The suite's tiny run, with evaluation: a program beside the plan's own."""
+    return tiny.replace(eval_every=16, eval_episodes=2)
 
 
-def _plan(mode: str):
-    resolved = resolve(CONFIG.replace(fusion=mode))
+def _plan(config, mode: str):
+    resolved = resolve(config.replace(fusion=mode))
     loop = rl.build_loop(resolved)
     run, keys = evaluation_function(resolved, loop)
     extra = {"evaluate": (run, lambda state: (state.fragments, keys(0)))}
@@ -40,10 +35,10 @@ def _advance(plan, state, keys):
 
 
 @pytest.mark.parametrize("mode", ["scan", "step"])
-def test_compiled_together_equals_compiled_one_by_one(mode):
-    together, extra, keys = _plan(mode)
+def test_compiled_together_equals_compiled_one_by_one(config, mode):
+    together, extra, keys = _plan(config, mode)
     state = together.start(jax.random.key(3), extra)
-    one_by_one, extra, _ = _plan(mode)
+    one_by_one, extra, _ = _plan(config, mode)
     reference = one_by_one.init(jax.random.key(3))
     one_by_one.compile(reference, extra)
     a, b = _advance(together, state, keys), _advance(one_by_one, reference, keys)
@@ -61,8 +56,8 @@ def test_compiled_together_equals_compiled_one_by_one(mode):
     assert not {"compile", COMPILE_WAIT} & set(summary["programs"])
 
 
-def test_train_compiles_at_once_and_still_reports_every_program():
-    timing = rl.train(CONFIG).summary["timing"]
+def test_train_compiles_at_once_and_still_reports_every_program(config):
+    timing = rl.train(config).summary["timing"]
     assert {"init", "scan", "evaluate"} <= set(timing["programs"])
     assert all(timing["programs"][p]["compile_s"] > 0 for p in ("init", "scan", "evaluate"))
     assert timing["compile_s"] > 0
