@@ -42,32 +42,57 @@ def test_attribute_counts_each_op_once_and_skips_control_flow():
     assert annotated[1]["args"]["scope"] == "learner"
 
 
-def test_fused_program_splits_by_scope_in_proportion_to_work():
-    # Two scopes in one program; "big" does 4 matmul+tanh where "small" does 1, on a dependent
-    # chain so they cannot run concurrently. Band [2.8, 5.5] around the ideal 4: each op's time
-    # includes the profiler's per-op cost and the first op of a call pays thread wake-up, which
-    # measured 3.7–4.4 over repeated runs on the 2-core CPU. Each op's *fastest* of 10 executions
-    # is used, so another process preempting one execution cannot skew the split.
-    def f(x):
-        with jax.named_scope("small"):
-            a = jnp.tanh(x @ x)
-        with jax.named_scope("big"):
-            for _ in range(4):
-                a = jnp.tanh(a @ x)
-        return a
+def _small_then_big(x):
+    # Two scopes on one dependent chain, so they cannot run concurrently: "big" does four times
+    # the matmul+tanh work of "small".
+    with jax.named_scope("small"):
+        a = jnp.tanh(x @ x)
+    with jax.named_scope("big"):
+        for _ in range(4):
+            a = jnp.tanh(a @ x)
+    return a
 
+
+def _traced_fastest_ops(executions):
+    """Trace ``executions`` calls of the compiled program; each op's fastest event."""
     x = jnp.ones((512, 512)) * 1e-3
-    compiled = jax.jit(f).lower(x).compile()
+    compiled = jax.jit(_small_then_big).lower(x).compile()
     compiled(x).block_until_ready()
     with trace.capture() as events:
-        for _ in range(10):
+        for _ in range(executions):
             compiled(x).block_until_ready()
     fastest = {}
     for event in events:
         op = (event.get("args") or {}).get("hlo_op")
         if event.get("ph") == "X" and op and event["dur"] < fastest.get(op, {"dur": 1e30})["dur"]:
             fastest[op] = event
-    result, _ = trace.attribute(fastest.values(), [compiled.as_text()], ["small", "big"])
+    return compiled, list(fastest.values())
+
+
+def test_fused_program_ops_land_in_their_scopes():
+    # What the profiler reports is the device's own record; which scope each op lands in is not
+    # a timing question, so it is checked exactly: four times as many ops under "big", none lost.
+    compiled, ops = _traced_fastest_ops(executions=1)
+    result, annotated = trace.attribute(ops, [compiled.as_text()], ["small", "big"])
+    per_scope = {}
+    for event in annotated:
+        scope = event["args"].get("scope")
+        if scope is not None:
+            per_scope[scope] = per_scope.get(scope, 0) + 1
+    assert per_scope.get("small", 0) >= 1
+    assert per_scope["big"] == 4 * per_scope["small"]
+    assert per_scope.get("loop", 0) <= 1  # at most the program's output copy
+    assert result.ops == sum(per_scope.values())
+
+
+@pytest.mark.slow
+def test_fused_program_splits_by_scope_in_proportion_to_work():
+    # Band [2.8, 5.5] around the ideal 4: each op's time includes the profiler's per-op cost and
+    # the first op of a call pays thread wake-up, which measured 3.7-4.4 over repeated runs on the
+    # 2-core CPU with the machine quiet (another test process compiling beside it reached 5.9).
+    # Each op's fastest of 10 executions is used, so one preempted execution cannot skew it.
+    compiled, ops = _traced_fastest_ops(executions=10)
+    result, _ = trace.attribute(ops, [compiled.as_text()], ["small", "big"])
     ratio = result.inclusive["big"] / result.inclusive["small"]
     assert 2.8 <= ratio <= 5.5, ratio
     assert result.exclusive.get("loop", 0.0) < 0.1 * result.busy_s
