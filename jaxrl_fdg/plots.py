@@ -2,7 +2,9 @@
 
 Runs whose configurations are identical except for the seed (and where and under what name they
 were written) are replicates of one experiment, drawn as one curve: the mean over seeds with a
-±1 standard deviation band. Seeds log at their own steps (``log_every``, a shorter interrupted
+±1 standard deviation band, or (``ci="iqm"``) the interquartile mean with its 95% bootstrap
+interval. A run of several seeds or sweep points (``--num-seeds``, a sweep) stands for its lanes'
+own folders. Seeds log at their own steps (``log_every``, a shorter interrupted
 run), so each is interpolated onto the union of its group's x values; at each x only the seeds
 whose rows reach that far count, since extrapolating a seed that stopped early would flatten the
 curve. Rows where the metric is empty (no episode finished yet) are skipped. Legend labels name
@@ -14,6 +16,7 @@ matplotlib is imported when a plot is drawn, never when the library is imported.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -25,6 +28,9 @@ from jaxrl_fdg.config import NOT_COMPUTED
 from jaxrl_fdg.errors import ConfigError
 
 DEFAULT_OUTPUT = "learning_curve.png"
+CI_KINDS = ("std", "iqm")  # the band around each curve (``--ci``)
+_BANDS = {"std": "mean ± 1 std over seeds", "iqm": "IQM, 95% bootstrap interval over seeds"}
+BAND_RESAMPLES = 1000  # per x value: enough for a band drawn, not for a table
 
 # Settings that do not make two runs different experiments: the replicate's seed, and those that
 # do not change what a run computes.
@@ -42,10 +48,12 @@ class Run(NamedTuple):
 
 
 class Group(NamedTuple):
-    """Replicates of one experiment; ``label`` names what sets it apart from the other groups."""
+    """Replicates of one experiment; ``label`` names what sets it apart from the other groups,
+    ``settings`` the same as ``(name, value)`` pairs."""
 
     label: str
     runs: list[Run]
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 class Curve(NamedTuple):
@@ -58,15 +66,30 @@ class Curve(NamedTuple):
     seeds: np.ndarray
 
 
+class Band(NamedTuple):
+    """A group's curve as drawn: its centre line and band at each ``x``, and the seeds that reach
+    each ``x``."""
+
+    x: np.ndarray
+    center: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    seeds: np.ndarray
+
+
 def plot_runs(
     paths: Sequence[str | Path],
     metric: str = "episode_return",
     x: str = "step",
     output: str | Path | None = None,
+    ci: str = "std",
 ) -> Path:
     """Draw ``metric`` against ``x`` for the runs under ``paths``, one curve per group of seeds,
     and save it to ``output`` (default: :data:`DEFAULT_OUTPUT` in the run folder when there is
-    one run, in the current directory otherwise). Returns the file written."""
+    one run, in the current directory otherwise). ``ci`` is the band: ``std`` (mean ± 1 standard
+    deviation) or ``iqm`` (the IQM and its 95% bootstrap interval). Returns the file written."""
+    if ci not in CI_KINDS:
+        raise ConfigError(f"unknown band {ci!r} (valid: {', '.join(CI_KINDS)})")
     runs = find_runs(paths)
     columns = numeric_columns(runs)
     if metric not in columns:
@@ -75,8 +98,17 @@ def plot_runs(
         raise ConfigError(f"unknown x-axis column {x!r} (valid: {', '.join(columns)})")
     if output is None:
         output = (runs[0].path if len(runs) == 1 else Path.cwd()) / DEFAULT_OUTPUT
-    output = Path(output)
+    output = check_image_path(Path(output))
+    curves = [(group, band(group.runs, metric, x, ci)) for group in group_runs(runs)]
+    curves = [(group, c) for group, c in curves if len(c.x)]
+    if not curves:
+        raise ConfigError(f"metric {metric!r} has no values yet in the {len(runs)} run(s) given")
+    _draw(curves, metric, x, _title(runs, ci, max(c.seeds.max() for _, c in curves)), output)
+    return output
 
+
+def check_image_path(output: Path) -> Path:
+    """``output``, if matplotlib can write an image of its suffix."""
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = FigureCanvasBase.get_supported_filetypes()
@@ -84,30 +116,42 @@ def plot_runs(
         raise ConfigError(
             f"cannot write an image to {str(output)!r} (valid suffixes: {', '.join(formats)})"
         )
-    curves = [(group, curve(group.runs, metric, x)) for group in group_runs(runs)]
-    curves = [(group, c) for group, c in curves if len(c.x)]
-    if not curves:
-        raise ConfigError(f"metric {metric!r} has no values yet in the {len(runs)} run(s) given")
-    _draw(curves, metric, x, _title(runs), output)
     return output
 
 
 def find_runs(paths: Iterable[str | Path]) -> list[Run]:
-    """Load each path as a run folder; a folder holding run folders stands for all of them. A run
-    named twice (``runs runs/a``) counts once, or it would count as two seeds."""
+    """Load each path as a run folder; a folder holding run folders stands for all of them, and
+    a run of several lanes (``--num-seeds``, a sweep) for its lanes' own folders (``seed-<seed>``,
+    ``<name>=<value>-seed-<seed>``), not for its rows averaged over them. A run named twice
+    (``runs runs/a``) counts once, or it would count as two seeds."""
     folders: dict[Path, Path] = {}
     for path in map(Path, paths):
         if not path.is_dir():
             raise ConfigError(f"run folder {str(path)!r} does not exist")
-        if (path / "metrics.jsonl").is_file():
-            inner = [path]
+        if _is_run(path):
+            inner = _lanes(path)
         else:
-            inner = sorted(p for p in path.iterdir() if (p / "metrics.jsonl").is_file())
+            inner = [lane for p in sorted(path.iterdir()) if _is_run(p) for lane in _lanes(p)]
         if not inner:
             raise ConfigError(f"{str(path)!r} is not a run folder (no metrics.jsonl) nor holds one")
         for folder in inner:
             folders.setdefault(folder.resolve(), folder)
     return [load_run(folder) for folder in folders.values()]
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "metrics.jsonl").is_file()
+
+
+def _lanes(run: Path) -> list[Path]:
+    """The run folders of a run's lanes in the order of their numbers (``seed-2`` before
+    ``seed-10``, ``lr=0.0003`` before ``lr=0.001``), or the run itself when it has one lane."""
+    return sorted((p for p in run.iterdir() if _is_run(p)), key=_by_numbers) or [run]
+
+
+def _by_numbers(path: Path) -> tuple:
+    pieces = re.split(r"(\d+(?:\.\d+)?(?:e-?\d+)?)", path.name)
+    return tuple((1, piece) if i % 2 == 0 else (0, float(piece)) for i, piece in enumerate(pieces))
 
 
 def load_run(path: Path) -> Run:
@@ -136,7 +180,7 @@ def numeric_columns(runs: Sequence[Run]) -> list[str]:
     return [
         key
         for key in common
-        if all(v is None or _is_number(v) for run in runs for v in (r.get(key) for r in run.rows))
+        if all(v is None or is_number(v) for run in runs for v in (r.get(key) for r in run.rows))
     ]
 
 
@@ -150,68 +194,112 @@ def group_runs(runs: Sequence[Run]) -> list[Group]:
         signature = tuple(_freeze(run.config.get(k, _UNSET)) for k in keys)
         groups.setdefault(signature, []).append(run)
     differing = [i for i in range(len(keys)) if len({sig[i] for sig in groups}) > 1]
-    return [
-        Group(", ".join(f"{keys[i]}={_format(sig[i])}" for i in differing), members)
-        for sig, members in groups.items()
-    ]
+    out = []
+    for sig, members in groups.items():
+        settings = tuple((keys[i], sig[i]) for i in differing)
+        out.append(Group(format_settings(settings), members, settings))
+    return out
+
+
+def short_labels(groups: Sequence[Group]) -> list[str]:
+    """Each group's shortest label that still tells it apart: the fewest of the settings that
+    differ between groups, in order (``algo=ppo`` rather than every hyperparameter in which PPO
+    and A2C differ); ``all runs`` for a single group."""
+    if len(groups) < 2:
+        return [group.label or "all runs" for group in groups]
+    for n in range(1, max(len(group.settings) for group in groups) + 1):
+        labels = [format_settings(group.settings[:n]) for group in groups]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [group.label for group in groups]
+
+
+def format_settings(settings: Sequence[tuple[str, Any]]) -> str:
+    """``name=value`` for each setting, e.g. ``fusion=scan, lr=0.001``."""
+    return ", ".join(f"{name}={_format(value)}" for name, value in settings)
 
 
 def curve(runs: Sequence[Run], metric: str, x: str) -> Curve:
     """Mean and standard deviation over ``runs`` of ``metric`` at each ``x`` any run logged,
     each run interpolated linearly between its own rows and absent outside them."""
+    grid, values = _aligned(runs, metric, x)
+    return Curve(
+        grid,
+        np.nanmean(values, axis=0) if len(grid) else grid,
+        np.nanstd(values, axis=0) if len(grid) else grid,
+        np.sum(~np.isnan(values), axis=0),
+    )
+
+
+def band(runs: Sequence[Run], metric: str, x: str, ci: str = "std") -> Band:
+    """The curve drawn for ``runs``: mean ± 1 standard deviation (``ci="std"``), or the IQM
+    with its 95% bootstrap interval over the seeds that reach each ``x`` (``ci="iqm"``; see
+    :mod:`jaxrl_fdg.stats`)."""
+    if ci == "std":
+        c = curve(runs, metric, x)
+        return Band(c.x, c.mean, c.mean - c.std, c.mean + c.std, c.seeds)
+    from jaxrl_fdg import stats
+
+    grid, values = _aligned(runs, metric, x)
+    estimates = [
+        stats.interval_estimates([column[~np.isnan(column)]], ("iqm",), resamples=BAND_RESAMPLES)
+        for column in values.T
+    ]
+    center, low, high = (np.array([e["iqm"][i] for e in estimates]) for i in range(3))
+    return Band(grid, center, low, high, np.sum(~np.isnan(values), axis=0))
+
+
+def _aligned(runs: Sequence[Run], metric: str, x: str) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the runs' ``x`` values (``[X]``) and each run's ``metric`` interpolated there
+    (``[runs, X]``; NaN outside a run's own rows). Runs with no value at all are left out."""
     series = []
     for run in runs:
-        points = {r[x]: r.get(metric) for r in run.rows if _is_number(r.get(x))}
-        points = sorted((float(k), float(v)) for k, v in points.items() if _is_number(v))
+        points = {r[x]: r.get(metric) for r in run.rows if is_number(r.get(x))}
+        points = sorted((float(k), float(v)) for k, v in points.items() if is_number(v))
         if points:
             series.append(np.asarray(points).T)
     if not series:
-        empty = np.zeros(0)
-        return Curve(empty, empty, empty, np.zeros(0, int))
+        return np.zeros(0), np.zeros((0, 0))
     grid = np.unique(np.concatenate([xs for xs, _ in series]))
     values = np.full((len(series), len(grid)), np.nan)
     for i, (xs, ys) in enumerate(series):
         inside = (grid >= xs[0]) & (grid <= xs[-1])
         values[i, inside] = np.interp(grid[inside], xs, ys)
-    return Curve(
-        grid,
-        np.nanmean(values, axis=0),
-        np.nanstd(values, axis=0),
-        np.sum(~np.isnan(values), axis=0),
-    )
+    return grid, values
 
 
-def _draw(curves: list[tuple[Group, Curve]], metric: str, x: str, title: str, path: Path) -> None:
+def _draw(curves: list[tuple[Group, Band]], metric: str, x: str, title: str, path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    for group, c in curves:
+    labels = short_labels([group for group, _ in curves]) if len(curves) > 1 else [""]
+    for (_, c), name in zip(curves, labels, strict=True):
         seeds = f"{c.seeds.max()} seed{'s' if c.seeds.max() > 1 else ''}"
-        label = f"{group.label} ({seeds})" if group.label else seeds
-        (line,) = ax.plot(c.x, c.mean, label=label)
-        ax.fill_between(
-            c.x, c.mean - c.std, c.mean + c.std, color=line.get_color(), alpha=0.2, linewidth=0
-        )
+        label = f"{name} ({seeds})" if name else seeds
+        (line,) = ax.plot(c.x, c.center, label=label)
+        ax.fill_between(c.x, c.low, c.high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel(x)
     ax.set_ylabel(metric)
-    ax.set_title(f"{title}: mean ± 1 std over seeds" if title else "mean ± 1 std over seeds")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
 
 
-def _title(runs: Sequence[Run]) -> str:
-    """What every run shares of algorithm and environment, e.g. ``ppo on CartPole-v1``."""
+def _title(runs: Sequence[Run], ci: str, seeds: int) -> str:
+    """What every run shares of algorithm and environment (``ppo on CartPole-v1``), then what the
+    band is; a curve of one seed has no band, and the title claims none."""
     shared = [
         str(runs[0].config[key])
         for key in ("algo", "env")
         if key in runs[0].config and all(r.config.get(key) == runs[0].config[key] for r in runs)
     ]
-    return " on ".join(shared)
+    what = _BANDS[ci] if seeds > 1 else "one seed"
+    return f"{' on '.join(shared)}: {what}" if shared else what
 
 
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
@@ -238,5 +326,5 @@ def _format(value: Any) -> str:
     return str(value)
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)

@@ -18,6 +18,8 @@ REQUIRED = [
     "jaxrl_fdg/__init__.py",
     "jaxrl_fdg/cli.py",
     "jaxrl_fdg/plots.py",
+    "jaxrl_fdg/compare.py",
+    "jaxrl_fdg/stats.py",
     "jaxrl_fdg/core/loop.py",
     "jaxrl_fdg/policies/base.py",
     "jaxrl_fdg/config/resolve.py",
@@ -53,6 +55,7 @@ def main(wheel: str) -> None:
         "brax",
         "gymnasium",
         "gymnax",
+        "wandb",
     }
     if heavy:
         raise SystemExit(f"importing jaxrl_fdg imported {sorted(heavy)}: import them lazily")

@@ -1,0 +1,200 @@
+"""``jaxrl-fdg compare``: groups of runs side by side, with robust statistics over seeds.
+
+Runs are found and grouped as ``jaxrl-fdg plot`` finds and groups them (:mod:`jaxrl_fdg.plots`):
+a run of several seeds or sweep points stands for its lanes' folders, and runs whose settings
+differ only in the seed are one group. Each run scores the last value its rows hold of the
+metric (``eval_return`` by default: the deterministic policy at the end); ``--normalize lo:hi``
+maps scores to ``(score − lo) / (hi − lo)``. Per group: the IQM, mean, median and (normalized
+scores only) optimality gap, each with a 95% stratified bootstrap interval
+(:mod:`jaxrl_fdg.stats`), printed as a table and drawn beside the groups' performance profiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxrl_fdg import plots, stats
+from jaxrl_fdg.errors import ConfigError
+
+DEFAULT_OUTPUT = "comparison.png"
+_TITLES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
+
+
+class GroupScores(NamedTuple):
+    """One group's label, its runs' scores by environment (the bootstrap's strata, ``[runs]``
+    each) and its aggregates with their intervals."""
+
+    label: str
+    strata: dict[str, np.ndarray]
+    estimates: dict[str, stats.Interval]
+
+    @property
+    def runs(self) -> int:
+        return sum(len(s) for s in self.strata.values())
+
+
+class Comparison(NamedTuple):
+    metric: str
+    normalize: tuple[float, float] | None
+    groups: list[GroupScores]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "runs", nargs="+", metavar="RUN_GROUP", help="a run folder, or a folder of them"
+    )
+    parser.add_argument(
+        "--metric", default="eval_return", help="metrics column (default: eval_return)"
+    )
+    parser.add_argument(
+        "--normalize",
+        metavar="MIN:MAX",
+        help="score s counts as (s - MIN) / (MAX - MIN); adds the optimality gap",
+    )
+    parser.add_argument("--out", metavar="PNG", help=f"image file (default: {DEFAULT_OUTPUT} here)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command: compare, print the table, draw the figure."""
+    output = Path(args.out or DEFAULT_OUTPUT)
+    plots.check_image_path(output)
+    comparison = compare(args.runs, args.metric, parse_normalize(args.normalize))
+    print(table(comparison))
+    draw(comparison, output)
+    print(f"comparison: {output}")
+    return 0
+
+
+def parse_normalize(text: str | None) -> tuple[float, float] | None:
+    """``"MIN:MAX"`` as two numbers with ``MIN < MAX``."""
+    if text is None:
+        return None
+    try:
+        low, high = (float(part) for part in text.split(":"))
+    except ValueError:
+        raise ConfigError(f"--normalize takes MIN:MAX (e.g. 0:500), got {text!r}") from None
+    if not np.isfinite([low, high]).all() or low >= high:
+        raise ConfigError(f"--normalize needs finite MIN < MAX, got {text!r}")
+    return low, high
+
+
+def compare(
+    paths: Sequence[str | Path],
+    metric: str = "eval_return",
+    normalize: tuple[float, float] | None = None,
+    *,
+    resamples: int = stats.RESAMPLES,
+    seed: int = 0,
+) -> Comparison:
+    """Score every run under ``paths`` and aggregate each group's scores."""
+    runs = plots.find_runs(paths)
+    columns = plots.numeric_columns(runs)
+    if metric not in columns:
+        raise ConfigError(f"unknown metric {metric!r} (valid: {', '.join(columns)})")
+    names = stats.AGGREGATES if normalize else stats.AGGREGATES[:-1]
+    groups = []
+    grouped = plots.group_runs(runs)
+    for label, members in zip(plots.short_labels(grouped), (g.runs for g in grouped), strict=True):
+        strata: dict[str, list[float]] = {}
+        for member in members:
+            score = final_score(member, metric)
+            if normalize:
+                score = (score - normalize[0]) / (normalize[1] - normalize[0])
+            strata.setdefault(str(member.config.get("env")), []).append(score)
+        scores = {env: np.asarray(values) for env, values in strata.items()}
+        estimates = stats.interval_estimates(
+            list(scores.values()), names, resamples=resamples, seed=seed
+        )
+        groups.append(GroupScores(label, scores, estimates))
+    return Comparison(metric, normalize, groups)
+
+
+def final_score(run: plots.Run, metric: str) -> float:
+    """The last value of ``metric`` in ``run``'s rows."""
+    values = [r[metric] for r in run.rows if plots.is_number(r.get(metric))]
+    if not values:
+        raise ConfigError(f"run {str(run.path)!r} has no value of {metric!r} yet")
+    return float(values[-1])
+
+
+def table(comparison: Comparison) -> str:
+    """The aggregates of each group, ``point [low, high]``, as a fixed-width table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    first = comparison.groups[0].estimates
+    scale = " (normalized)" if comparison.normalize else ""
+    title = f"{comparison.metric}{scale}: 95% stratified bootstrap intervals"
+    out = Table(title=title, title_justify="left")
+    out.add_column("group")
+    out.add_column("runs", justify="right")
+    for name in first:
+        out.add_column(_TITLES[name], justify="right")
+    for group in comparison.groups:
+        cells = [f"{e.point:.3g} [{e.low:.3g}, {e.high:.3g}]" for e in group.estimates.values()]
+        out.add_row(group.label, str(group.runs), *cells)
+    console = Console(width=120, record=True, file=_Null())
+    console.print(out)
+    return "\n".join(line.rstrip() for line in console.export_text().rstrip().splitlines())
+
+
+def draw(comparison: Comparison, path: Path, *, resamples: int = 2000) -> Path:
+    """One panel per aggregate (each group's point and interval) and the performance profiles:
+    the fraction of a group's runs that score above each threshold, with its interval band."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    groups = comparison.groups
+    names = list(groups[0].estimates)
+    height = 1.2 + 0.35 * len(groups)
+    fig = Figure(figsize=(2.6 * len(names) + 4.2, max(3.0, height)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(names) + 1, width_ratios=[1] * len(names) + [1.6])
+    colors = [f"C{i}" for i in range(len(groups))]
+    for ax, name in zip(axes, names, strict=False):
+        for i, group in enumerate(groups):
+            e = group.estimates[name]
+            ax.barh(i, e.high - e.low, left=e.low, height=0.6, color=colors[i], alpha=0.6)
+            ax.plot([e.point, e.point], [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+        ax.set_yticks(range(len(groups)), [g.label for g in groups] if ax is axes[0] else [])
+        ax.invert_yaxis()
+        ax.set_title(_TITLES[name])
+        ax.grid(axis="x", alpha=0.3)
+    scale = " (normalized)" if comparison.normalize else ""
+    axes[len(names) // 2].set_xlabel(f"{comparison.metric}{scale}")
+    _profiles(axes[-1], comparison, colors, resamples)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    return path
+
+
+def _profiles(ax, comparison: Comparison, colors: list[str], resamples: int) -> None:
+    everything = np.concatenate([s for g in comparison.groups for s in g.strata.values()])
+    low, high = (0.0, 1.0) if comparison.normalize else (everything.min(), everything.max())
+    thresholds = np.linspace(low, high, 101)
+    for group, color in zip(comparison.groups, colors, strict=True):
+        fraction, lo, hi = stats.performance_profile(
+            list(group.strata.values()), thresholds, resamples=resamples
+        )
+        ax.plot(thresholds, fraction, color=color, label=f"{group.label} ({group.runs} runs)")
+        ax.fill_between(thresholds, lo, hi, color=color, alpha=0.2, linewidth=0)
+    scale = " (normalized)" if comparison.normalize else ""
+    ax.set_xlabel(f"{comparison.metric}{scale} τ")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.set_title("Performance profile")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+class _Null:
+    def write(self, _: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
