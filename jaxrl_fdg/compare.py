@@ -135,8 +135,11 @@ def table(comparison: Comparison) -> str:
     out.add_column("runs", justify="right")
     for name in first:
         out.add_column(_TITLES[name], justify="right")
+    fmt = ".3f" if comparison.normalize else ".4g"
     for group in comparison.groups:
-        cells = [f"{e.point:.3g} [{e.low:.3g}, {e.high:.3g}]" for e in group.estimates.values()]
+        cells = [
+            f"{e.point:{fmt}} [{e.low:{fmt}}, {e.high:{fmt}}]" for e in group.estimates.values()
+        ]
         out.add_row(group.label, str(group.runs), *cells)
     console = Console(width=120, record=True, file=_Null())
     console.print(out)
