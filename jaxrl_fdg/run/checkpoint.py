@@ -5,10 +5,26 @@ computes (tests/run/test_checkpoint.py).
 
 orbax writes each checkpoint into a temporary folder and renames it into place once complete, so
 a crash while writing leaves the previous checkpoints as they were; ``keep`` bounds how many stay.
+
+Each checkpoint also carries the resolved configuration it was written under (orbax's per-step
+``custom_metadata``), which a resume compares with its own, and a manifest of its files' sizes and
+SHA-256 digests (``MANIFEST``, written once orbax has renamed the folder into place). A checkpoint
+whose files disagree with its manifest, or which has none and fails to restore, is damaged:
+:meth:`Checkpointer.restore` skips it for the newest intact one and says which it skipped.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +36,7 @@ from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 
 FOLDER = "checkpoints"
+MANIFEST = "jaxrl_fdg_manifest.json"
 
 
 class NonFiniteError(RuntimeError):
@@ -27,39 +44,211 @@ class NonFiniteError(RuntimeError):
 
 
 class Checkpointer:
-    """Saves and restores :class:`LoopState` under ``directory``, one sub-folder per iteration."""
+    """Saves and restores :class:`LoopState` under ``directory``, one sub-folder per iteration.
 
-    def __init__(self, directory: Path, keep: int = 3):
+    ``config`` (the resolved configuration, as ``config.to_mapping`` gives it) is stored with
+    every checkpoint saved; :meth:`stored_config` reads it back.
+    """
+
+    def __init__(self, directory: Path, keep: int = 3, config: Mapping[str, Any] | None = None):
         import orbax.checkpoint as ocp  # imported when a run writes or reads checkpoints
 
         self._ocp = ocp
         self.directory = Path(directory).absolute()
+        self.config = dict(config) if config is not None else None
+        self.skipped: list[tuple[int, str]] = []  # what the last restore passed over, and why
+        self._failed = False
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True)
         self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def save(self, state: LoopState) -> int:
         """Write ``state`` (blocking until it is on disk); returns the iteration saved."""
         iteration = iterations_done(state)
-        if iteration not in self._manager.all_steps():
-            args = self._ocp.args.StandardSave(_saveable(state))
-            self._manager.save(iteration, args=args)
-            self._manager.wait_until_finished()
+        if iteration in self._manager.all_steps():
+            return iteration
+        args = self._ocp.args.StandardSave(_saveable(state))
+        metadata = {"config": self.config} if self.config is not None else None
+        try:
+            with _quiet_absl():  # orbax logs each failing thread; one error is reported
+                self._manager.save(iteration, args=args, custom_metadata=metadata)
+                self._manager.wait_until_finished()
+        except Exception as e:  # a full disk, a lost permission: orbax's many shapes of it
+            self._failed = True
+            for tmp in self.directory.glob(f"{iteration}.orbax-checkpoint-tmp*"):
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise _write_error(e, f"cannot write the checkpoint at iteration {iteration}") from None
+        _write_manifest(self.directory / str(iteration))
         return iteration
 
     def latest(self) -> int | None:
         return self._manager.latest_step()
 
+    def steps(self) -> list[int]:
+        return sorted(self._manager.all_steps())
+
+    def damage(self, iteration: int) -> str | None:
+        """Why the checkpoint at ``iteration`` cannot be read (a missing, resized or altered
+        file), or ``None`` when its files match its manifest or it has no manifest."""
+        return _check_manifest(self.directory / str(iteration))
+
+    def stored_config(self, iteration: int) -> dict[str, Any] | None:
+        """The configuration saved with the checkpoint at ``iteration`` (``None``: none saved)."""
+        with _quiet_absl():
+            try:
+                custom = self._manager.metadata(iteration).custom_metadata
+            except Exception:  # an unreadable metadata file: as if none were stored
+                return None
+        config = (custom or {}).get("config")
+        return config if isinstance(config, dict) else None
+
+    def candidates(self, iteration: int | None = None) -> list[int]:
+        """The iterations a restore tries, newest first: ``[iteration]`` if given (which must
+        name an intact checkpoint), else every checkpoint not known to be damaged. Those
+        passed over are added to :attr:`skipped`."""
+        steps = self.steps()
+        if iteration is not None:
+            if iteration not in steps:
+                raise ConfigError(
+                    f"no checkpoint at iteration {iteration} in {str(self.directory)!r} "
+                    f"(checkpoints: {_listing(steps)})"
+                )
+            why = self.damage(iteration)
+            if why is not None:
+                raise ConfigError(f"the checkpoint at iteration {iteration} is damaged: {why}")
+            return [iteration]
+        found = []
+        for step in reversed(steps):
+            why = self.damage(step)
+            if why is None:
+                found.append(step)
+            else:
+                self.skipped.append((step, why))
+        return found
+
     def restore(self, like: LoopState, iteration: int | None = None) -> LoopState:
-        """The checkpoint at ``iteration`` (default: the latest), shaped like ``like``."""
-        iteration = self.latest() if iteration is None else iteration
-        if iteration is None:
-            raise ConfigError(f"no checkpoint in {str(self.directory)!r}")
+        """The checkpoint at ``iteration`` (default: the newest intact one), shaped like
+        ``like``. Damaged checkpoints are skipped, with a warning naming each one."""
+        self.skipped = []
         target = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, _saveable(like))
-        saved = self._manager.restore(iteration, args=self._ocp.args.StandardRestore(target))
-        return _restored(saved, like)
+        for step in self.candidates(iteration):
+            try:
+                with _quiet_absl():
+                    args = self._ocp.args.StandardRestore(target)
+                    saved = self._manager.restore(step, args=args)
+            except Exception as e:  # unreadable in a way the manifest could not tell
+                if iteration is not None:
+                    raise ConfigError(
+                        f"the checkpoint at iteration {step} cannot be read: {_first_line(e)}"
+                    ) from None
+                self.skipped.append((step, _first_line(e)))
+                continue
+            for skipped, why in self.skipped:
+                _warn(f"skipped checkpoint {skipped} ({why}); using iteration {step}")
+            return _restored(saved, like)
+        if self.skipped:
+            raise ConfigError(
+                f"no intact checkpoint in {str(self.directory)!r}: "
+                + "; ".join(f"{s}: {why}" for s, why in self.skipped)
+            )
+        raise ConfigError(f"no checkpoint in {str(self.directory)!r}")
+
+    def discard_skipped(self) -> None:
+        """Delete the checkpoints the last restore skipped, so that the run saves those
+        iterations afresh and ``keep`` counts intact checkpoints only."""
+        for step, _ in self.skipped:
+            shutil.rmtree(self.directory / str(step), ignore_errors=True)
+        if self.skipped:
+            self._manager.reload()
 
     def close(self) -> None:
-        self._manager.close()
+        try:
+            with _quiet_absl():
+                self._manager.close()
+        except Exception as e:  # it re-raises a failed save's error, reported already
+            if not self._failed:
+                raise _write_error(e, "cannot finish writing checkpoints") from None
+
+
+def _write_error(error: Exception, doing: str) -> OSError:
+    """One ``OSError`` for orbax's and tensorstore's write failures, with the system's words
+    for the cause (``No space left on device``) where the error carries an errno."""
+    if isinstance(error, OSError) and error.errno:
+        return OSError(error.errno, f"{doing}: {error.strerror}")
+    code = re.search(r"os_error_code='?(\d+)", str(error))
+    if code:
+        return OSError(int(code.group(1)), f"{doing}: {os.strerror(int(code.group(1)))}")
+    return OSError(f"{doing}: {_first_line(error)}")
+
+
+def _write_manifest(folder: Path) -> None:
+    files = {
+        str(f.relative_to(folder)): [f.stat().st_size, _digest(f)]
+        for f in sorted(folder.rglob("*"))
+        if f.is_file() and f.name != MANIFEST
+    }
+    tmp = folder / (MANIFEST + ".tmp")
+    try:
+        tmp.write_text(json.dumps(files, indent=0))
+        os.replace(tmp, folder / MANIFEST)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _check_manifest(folder: Path) -> str | None:
+    manifest = folder / MANIFEST
+    if not folder.is_dir():
+        return "missing"
+    if not manifest.is_file():
+        # Written by an earlier version, or the writer died between orbax's rename and the
+        # manifest: only a restore can tell. A folder with no files at all is not a checkpoint.
+        return None if any(f.is_file() for f in folder.rglob("*")) else "empty folder"
+    try:
+        files = json.loads(manifest.read_text())
+    except (ValueError, UnicodeDecodeError):
+        return "unreadable manifest"
+    for name, (size, digest) in files.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != size:
+            return f"{name} has {path.stat().st_size} bytes, {size} when written"
+        if _digest(path) != digest:
+            return f"{name} changed since it was written"
+    return None
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+@contextlib.contextmanager
+def _quiet_absl():
+    """orbax logs (through absl and asyncio) each file it fails to read or write, with a
+    traceback; the caller reports the failure once."""
+    loggers = [logging.getLogger(name) for name in ("absl", "asyncio")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _listing(steps: list[int]) -> str:
+    return ", ".join(map(str, steps)) if steps else "none"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:200] if text else ''}"
+
+
+def _warn(message: str) -> None:
+    print(f"jaxrl-fdg: warning: {message}", file=sys.stderr, flush=True)
 
 
 def _saveable(state: LoopState) -> dict[str, Any]:
@@ -121,3 +310,20 @@ def check_metrics(metrics: dict[str, np.ndarray], first_iteration: int, fragment
                 f"non-finite {key} ({value}) from fragment {fragment!r} "
                 f"at iteration {first_iteration + int(bad[0]) + 1}"
             )
+
+
+def describe_nan(error: FloatingPointError) -> str:
+    """``--debug-nans``'s error in one line: JAX's message (it names the op), the fragment whose
+    code ran the op and the line of that code, read from the traceback's frames."""
+    fragment, line = None, None
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        code = frame.f_code
+        frag = frame.f_locals.get("frag") if code.co_name == "call" else None
+        if frag is not None and hasattr(frag, "name"):
+            fragment, line = frag.name, None  # the innermost fragment call wins
+        elif fragment is not None and "/jax/" not in code.co_filename.replace(os.sep, "/"):
+            line = f"{Path(code.co_filename).name}:{lineno} in {code.co_name}"
+    message = str(error).strip().splitlines()[0] if str(error).strip() else "NaN"
+    where = [f"fragment {fragment!r}"] if fragment else []
+    where += [line] if line else []
+    return message + (f" ({', '.join(where)})" if where else "")
