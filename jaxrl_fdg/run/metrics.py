@@ -51,9 +51,13 @@ def concat(history: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {k: np.concatenate([h[k] for h in history]) for k in history[0]}
 
 
-def summary(config, status, rows, timing) -> dict[str, Any]:
+def summary(config, status, rows, timing, elapsed_before: float = 0.0) -> dict[str, Any]:
+    """What ``summary.json`` holds. ``elapsed_before``: run seconds of the earlier segments of a
+    resumed run (up to its checkpoint), so run time and steps/s cover the whole run; the
+    ``timing`` table is this segment's."""
     iterations = rows[-1]["iteration"] if rows else 0
     steps = iterations * config.steps_per_iteration
+    run_s = elapsed_before + timing["run_s"]
     final = next(
         (r["episode_return"] for r in reversed(rows) if r["episode_return"] is not None), None
     )
@@ -66,9 +70,10 @@ def summary(config, status, rows, timing) -> dict[str, Any]:
         "iterations": iterations,
         "env_steps": steps,
         "final_return": final,
-        "steps_per_s": steps / timing["run_s"] if timing["run_s"] > 0 else None,
+        "steps_per_s": steps / run_s if run_s > 0 else None,
         "compile_s": timing["compile_s"],
-        "run_s": timing["run_s"],
+        "run_s": run_s,
+        "segment_run_s": timing["run_s"],
         "timing": timing,
     }
 

@@ -53,6 +53,9 @@ class Session:
         self.history: list[dict[str, np.ndarray]] = []
         self.rows: list[dict[str, Any]] = list(rows or [])
         self.iterations = self.rows[-1]["iteration"] if self.rows else 0
+        # A resumed run's clock goes on from the last row kept: wall_s, run time and steps/s
+        # cover every segment of the run, not only this one.
+        self.elapsed_before = float(self.rows[-1]["wall_s"]) if self.rows else 0.0
         self.events: list[dict[str, Any]] = []
         self.session = 0.0  # the profiler's own start, stop and export: excluded from run time
         self.status = "interrupted"
@@ -144,9 +147,8 @@ class Session:
             self.history.append(metrics)
             now = time.perf_counter()
             self.iterations += metric_rows.length(metrics)
-            row = metric_rows.row(
-                metrics, self.iterations, self.config, now - self.start, now - self.last
-            )
+            wall = self.elapsed_before + now - self.start
+            row = metric_rows.row(metrics, self.iterations, self.config, wall, now - self.last)
             if self.evaluate is not None:  # every row has the columns, for metrics.csv
                 row.update({k: None for k in EVAL_OUTPUTS})
                 row.update({k: float(np.mean(v)) for k, v in (evaluation or {}).items()})
@@ -164,7 +166,7 @@ class Session:
                 {k: v[:, i] for k, v in metrics.items()},
                 self.iterations,
                 self.config,
-                now - self.start,
+                self.elapsed_before + now - self.start,
                 now - self.last,
             )
             if self.evaluate is not None:
@@ -186,10 +188,18 @@ class Session:
         overhead = scope_overhead(self.timings.mode) if self.timings.enabled else 0.0
         timing = summarize(self.timings, run_seconds, overhead=overhead, attribution=attribution)
         timing["profiler_session_s"] = self.session
-        summary = metric_rows.summary(self.config, self.status, self.rows, timing)
+        summary = metric_rows.summary(
+            self.config, self.status, self.rows, timing, self.elapsed_before
+        )
         if self.folder is not None:
+            # The summary is written last, so that its status covers the files before it.
+            try:
+                write_profile(self.folder, self.config, self.timings, timing, events)
+            except OSError:
+                summary["status"] = self.status = "failed"
+                self.folder.write_summary(summary)
+                raise
             self.folder.write_summary(summary)
-            write_profile(self.folder, self.config, self.timings, timing, events)
             self.folder.close()
         return summary
 
@@ -225,6 +235,36 @@ class StopOnSignal:
     def __exit__(self, *exc):
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+        return False
+
+
+class StartupInterrupt:
+    """While a run starts (resolving, building, compiling), Ctrl-C raises at once, and is also
+    remembered: an interrupt raised where Python can only print and drop it (a garbage
+    collector callback, a finalizer) still stops the run, at :meth:`check` or on exit."""
+
+    def __init__(self):
+        self.received = False
+        self.previous: Any = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.received = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.received:
+            raise KeyboardInterrupt
+
+    def __exit__(self, kind, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        if kind is None:
+            self.check()
         return False
 
 
