@@ -7,10 +7,15 @@ from typing import Any
 
 from jaxrl_fdg.errors import ConfigError
 
+# Sizes and counts become array dimensions and int32 counters on the device.
+INT32_MAX = 2**31 - 1
+
 
 def positive_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    if value > INT32_MAX:
+        raise ConfigError(f"{name} must be at most {INT32_MAX:,} (2**31 - 1), got {value!r}")
 
 
 def non_negative(name: str, value: Any) -> None:

@@ -78,13 +78,23 @@ _READERS = {
 def load(path: str | Path) -> dict[str, Any]:
     """Read a ``.toml``, ``.json``, ``.yaml`` or ``.yml`` config file into a mapping."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"config file {str(path)!r} is a folder")
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     if path.suffix not in _READERS:
         raise ConfigError(f"config file {str(path)!r} must end in {', '.join(_READERS)}")
     read, syntax_error = _READERS[path.suffix]
     try:
-        data = read(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text") from None
+    except OSError as e:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {e.strerror}") from None
+    try:
+        data = read(text)
+    except RecursionError:  # a nesting deeper than the parser's stack
+        raise ConfigError(f"config file {str(path)!r} is nested too deeply") from None
     except syntax_error as e:
         detail = " ".join(str(e).split())  # YAML's messages span lines; ours are one line
         raise ConfigError(

@@ -39,7 +39,9 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
                 raise ValueError
             return value
         if annotation is int:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            # 4.0 is not taken for 4: a float where a count belongs is more often a typo
+            # (or 1e26) than a count, and int() would round it silently.
+            if isinstance(value, bool | float):
                 raise ValueError
             return int(value)
         if annotation is float:
