@@ -1,7 +1,8 @@
 """Aggregate scores over runs with stratified bootstrap confidence intervals.
 
 The statistics of Agarwal et al. 2021, "Deep Reinforcement Learning at the Edge of the Statistical
-Precipice" (the ``rliable`` library), computed with ``scipy.stats.bootstrap``:
+Precipice" (the ``rliable`` library), computed with ``scipy.stats.bootstrap`` (rliable itself
+pins ``arch<8``, whose releases fail to import beside pandas 3):
 
 - IQM, the interquartile mean: the mean of the middle 50% of all run scores (25% trimmed from
   each end, ``scipy.stats.trim_mean``). Robust to an outlier seed, yet uses half the runs.
