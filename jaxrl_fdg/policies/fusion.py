@@ -230,6 +230,10 @@ class Plan:
         leaves = [x for x in jax.tree.leaves(out) if jnp.issubdtype(x.dtype, jnp.inexact)]
         if not any(bool(jnp.isnan(x).any()) for x in leaves):
             return
+        # Op-by-op dispatch reuses executables cached by earlier calls in this process, and a
+        # cached one can skip the check (seen when an earlier run with --debug-nans had called
+        # the same primitives): start the re-run from empty caches.
+        jax.clear_caches()
         with jax.disable_jit():
             self._functions[name](*args)
         raise FloatingPointError(f"NaN in the outputs of program {name!r}")
