@@ -59,7 +59,25 @@ def side_by_side(env, params, key):
     return (first.observation, *ours), (gymnax_first, *theirs)
 
 
-@pytest.mark.parametrize("env_id", gymnax.registered_envs)
+# The default tier compares one id of each kind: classic control with discrete and continuous
+# actions, MinAtar, bsuite (DeepSea keeps totals across its auto-reset) and misc (FourRooms
+# observes int32). The slow tier compares every other id gymnax registers.
+DEFAULT_TIER = {
+    "CartPole-v1",
+    "MountainCarContinuous-v0",
+    "Breakout-MinAtar",
+    "DeepSea-bsuite",
+    "FourRooms-misc",
+}
+
+
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        pytest.param(env_id, marks=() if env_id in DEFAULT_TIER else pytest.mark.slow)
+        for env_id in gymnax.registered_envs
+    ],
+)
 def test_episodes_equal_gymnax_own_step(env_id):
     env, params = _make(env_id)
     limit = params.max_steps
