@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -260,20 +261,30 @@ def _saveable(state: LoopState) -> dict[str, Any]:
 
 
 def _restored(saved: dict[str, Any], like: LoopState) -> LoopState:
-    """``like`` with every leaf that holds data taken from ``saved``."""
+    """``like`` with every leaf that holds data taken from ``saved`` (``like`` may be shapes
+    only, ``jax.ShapeDtypeStruct`` leaves: its zero-size leaves are then made empty arrays)."""
     raw = _raw_keys(like)
     leaves, treedef = jax.tree.flatten(raw)
-    leaves = [saved[_name(i)] if _holds_data(x) else x for i, x in enumerate(leaves)]
+    leaves = [
+        saved[_name(i)] if _holds_data(x) else _empty_if_shape(x) for i, x in enumerate(leaves)
+    ]
     state = jax.tree.unflatten(treedef, leaves)
     return state._replace(key=jax.random.wrap_key_data(state.key))
 
 
 def _raw_keys(state: LoopState) -> LoopState:
+    if isinstance(state.key, jax.ShapeDtypeStruct):
+        return state._replace(key=jax.eval_shape(jax.random.key_data, state.key))
     return state._replace(key=jax.random.key_data(state.key))
 
 
 def _holds_data(x: Any) -> bool:
-    return isinstance(x, jax.Array | np.ndarray) and x.size > 0
+    shaped = isinstance(x, jax.Array | np.ndarray | jax.ShapeDtypeStruct)
+    return shaped and math.prod(x.shape) > 0
+
+
+def _empty_if_shape(x: Any) -> Any:
+    return jax.numpy.zeros(x.shape, x.dtype) if isinstance(x, jax.ShapeDtypeStruct) else x
 
 
 def _name(index: int) -> str:

@@ -53,12 +53,15 @@ def test_restore_returns_every_leaf_of_a_brax_state_bit_for_bit(tmp_path, backen
     checkpointer = Checkpointer(tmp_path)
     assert checkpointer.save(saved) == 0
     restored = checkpointer.restore(like)
+    # Shapes alone are enough to restore into (what `evaluate` does, compiling nothing).
+    from_shapes = checkpointer.restore(jax.eval_shape(lambda state: state, like))
     checkpointer.close()
 
     assert jax.tree.structure(restored) == jax.tree.structure(saved)
     got, want, other = _leaves(restored), _leaves(saved), _leaves(like)
-    for (path, x), (_, y) in zip(got, want, strict=True):
+    for (path, x), (_, y), (_, z) in zip(got, want, _leaves(from_shapes), strict=True):
         assert _identical(x, y), f"{backend}: leaf {path} differs after restore"
+        assert _identical(z, y), f"{backend}: leaf {path} differs after a restore from shapes"
     # The state from the other key differs, so the equality above came from the checkpoint.
     assert not all(_identical(x, y) for (_, x), (_, y) in zip(other, want, strict=True))
 
