@@ -36,7 +36,7 @@ _SCRIPT = textwrap.dedent(
     for algo in json.loads(sys.argv[1]):
         base = rl.TrainConfig(
             algo=algo, total_steps=4 * 16 * 5, num_envs=4, rollout_len=16, out=None,
-            progress=False, log_every=2, compile_cache=False, hparams=hparams[algo],
+            progress=False, log_every=2, hparams=hparams[algo],
         )
         split = base.replace(fusion="fragment", placement="actor_learner", devices=2)
         single = rl.train(base.replace(fusion="fragment"))
