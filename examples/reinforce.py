@@ -76,8 +76,8 @@ def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
 
 @dataclasses.dataclass(frozen=True)
 class Hyperparameters:  # the runner validates overrides against these and passes them to build()
-    lr: float = 1e-3
-    gamma: float = 0.99
+    lr: float = rl.hparam(1e-3, "learning rate of Adam")
+    gamma: float = rl.hparam(0.99, "discount factor γ of the returns")
 
 
 SPEC = rl.AlgorithmSpec(

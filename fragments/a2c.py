@@ -28,7 +28,7 @@ import jax
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.fragments import actor_critic as ac
 
 OPTIMIZERS = ("rmsprop", "adam")
@@ -42,22 +42,17 @@ class A2CConfig(ac.ActorCriticConfig):
     SB3's; no advantage normalisation), plus the optimizer. SB3 also updates every 5 steps of
     its ``n_envs`` envs: pass ``rollout_len=5`` (and, as rl-baselines3-zoo does for
     CartPole-v1, ``num_envs=8``).
-
-    Attributes:
-      optimizer: ``rmsprop`` or ``adam``.
-      rmsprop_decay: RMSprop's decay of the running mean square.
-      optimizer_eps: ε of RMSprop or Adam.
     """
 
-    lr: float = 7e-4
-    gae_lambda: float = 1.0
-    ent_coef: float = 0.0
-    vf_coef: float = 1.0
-    anneal_lr: bool = False
-    normalize_advantages: bool = False
-    optimizer: str = "rmsprop"
-    rmsprop_decay: float = 0.99
-    optimizer_eps: float = 1e-5
+    lr: float = hparam(7e-4, "learning rate; with anneal_lr, where its linear decay to 0 starts")
+    gae_lambda: float = hparam(1.0, "λ of GAE; 1 gives n-step returns to the rollout's end")
+    ent_coef: float = hparam(0.0, "weight of the entropy bonus")
+    vf_coef: float = hparam(1.0, "weight of the value loss")
+    anneal_lr: bool = hparam(False, "decay the learning rate linearly to 0 over the run")
+    normalize_advantages: bool = hparam(False, "standardise advantages over each batch")
+    optimizer: str = hparam("rmsprop", "the optimizer: rmsprop or adam")
+    rmsprop_decay: float = hparam(0.99, "decay of RMSprop's running mean square")
+    optimizer_eps: float = hparam(1e-5, "ε of RMSprop or Adam")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -27,7 +27,7 @@ import numpy as np
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.envs.spaces import Box, Discrete
@@ -50,32 +50,20 @@ class ActorCriticConfig:
     """Hyperparameters every actor-critic algorithm has (each is a ``--flag``).
 
     An algorithm's own config subclasses this, adds its fields and may change defaults.
-
-    Attributes:
-      lr: learning rate (annealed linearly to 0 over the run when ``anneal_lr``).
-      gamma, gae_lambda: discount and GAE's λ (λ = 1: n-step returns bootstrapped at the end of
-        the rollout).
-      ent_coef, vf_coef: weights of the entropy bonus and of the value loss.
-      max_grad_norm: global-norm gradient clipping.
-      normalize_advantages: standardise advantages over each (mini)batch.
-      hidden_sizes, activation: the policy and value MLPs.
-      torso: ``mlp`` (flatten the observation) or ``cnn`` (3×3 convolutions first; image
-        observations ``[H, W, C]`` only).
-      log_std_init: initial log standard deviation of the Gaussian policy (Box actions only).
     """
 
-    lr: float = 2.5e-4
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    anneal_lr: bool = True
-    normalize_advantages: bool = True
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    torso: str = "mlp"
-    log_std_init: float = 0.0
+    lr: float = hparam(2.5e-4, "learning rate; with anneal_lr, where its linear decay to 0 starts")
+    gamma: float = hparam(0.99, "discount factor γ")
+    gae_lambda: float = hparam(0.95, "λ of GAE; 1 gives n-step returns to the rollout's end")
+    ent_coef: float = hparam(0.01, "weight of the entropy bonus")
+    vf_coef: float = hparam(0.5, "weight of the value loss")
+    max_grad_norm: float = hparam(0.5, "clip gradients to this global norm")
+    anneal_lr: bool = hparam(True, "decay the learning rate linearly to 0 over the run")
+    normalize_advantages: bool = hparam(True, "standardise advantages over each (mini)batch")
+    hidden_sizes: tuple[int, ...] = hparam((64, 64), "layer sizes of the policy and value MLPs")
+    activation: str = hparam("tanh", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
+    torso: str = hparam("mlp", "mlp, or cnn: 3×3 convolutions first, for image observations")
+    log_std_init: float = hparam(0.0, "initial log std of the Gaussian policy, for Box actions")
 
     def __post_init__(self) -> None:
         validate.in_range("lr", self.lr, 0.0, 1.0, low_open=True)

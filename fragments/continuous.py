@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
 
@@ -44,22 +44,17 @@ class ContinuousConfig(offpolicy.OffPolicyConfig):
     default of 100k transitions (those implementations: 1M, for 1M-step MuJoCo runs), which
     holds all of a Pendulum run and bounds memory for large observations.
 
-    Attributes:
-      gamma: discount γ.
-      tau: Polyak rate τ of the target networks, ``θ' ← τ θ + (1 − τ) θ'``.
-      actor_lr, critic_lr: Adam learning rates.
-      num_critics: ``Q`` networks in the critic ensemble; the TD target takes their minimum
-        (clipped double Q-learning with 2; 1 is the single critic of DDPG).
-      hidden_sizes, activation: of the actor and of each critic.
+    With ``num_critics`` Q networks, the TD target takes their minimum: clipped double
+    Q-learning with 2, DDPG's single critic with 1.
     """
 
-    gamma: float = 0.99
-    tau: float = 0.005
-    actor_lr: float = 3e-4
-    critic_lr: float = 3e-4
-    num_critics: int = 2
-    hidden_sizes: tuple[int, ...] = (256, 256)
-    activation: str = "relu"
+    gamma: float = hparam(0.99, "discount factor γ")
+    tau: float = hparam(0.005, "target networks' Polyak rate τ: θ' ← τ θ + (1 − τ) θ'")
+    actor_lr: float = hparam(3e-4, "the actor's Adam learning rate")
+    critic_lr: float = hparam(3e-4, "the critics' Adam learning rate")
+    num_critics: int = hparam(2, "critics in the ensemble; the TD target takes their minimum")
+    hidden_sizes: tuple[int, ...] = hparam((256, 256), "layer sizes of the actor and critic MLPs")
+    activation: str = hparam("relu", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
 
     def __post_init__(self) -> None:
         super().__post_init__()

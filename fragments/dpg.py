@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.fragments import continuous, exploration, offpolicy
 from jaxrl_fdg.fragments.networks import ContinuousCritic, DeterministicActor
 
@@ -44,20 +44,13 @@ from jaxrl_fdg.fragments.networks import ContinuousCritic, DeterministicActor
 class DPGConfig(continuous.ContinuousConfig):
     """Deterministic-policy-gradient hyperparameters (each is a ``--flag``), on top of those every
     continuous-control off-policy algorithm shares; the defaults are TD3's (:class:`TD3Config`),
-    and :class:`DDPGConfig` turns TD3's three changes off.
+    and :class:`DDPGConfig` turns TD3's three changes off."""
 
-    Attributes:
-      exploration_noise: σ of the Gaussian exploration noise, in units of half the box's width.
-      policy_delay: critic updates per actor and target update.
-      target_noise: σ̃ of the target policy smoothing noise (0: none).
-      target_noise_clip: ``c``, the smoothing noise's clipping bound.
-    """
-
-    learning_starts: int = 10_000
-    exploration_noise: float = 0.1
-    policy_delay: int = 2
-    target_noise: float = 0.2
-    target_noise_clip: float = 0.5
+    learning_starts: int = hparam(10_000, "env steps of warm-up: random actions, no updates")
+    exploration_noise: float = hparam(0.1, "σ of the exploration noise, in half-widths of the box")
+    policy_delay: int = hparam(2, "critic updates per actor and target update")
+    target_noise: float = hparam(0.2, "σ of the target policy smoothing noise; 0 turns it off")
+    target_noise_clip: float = hparam(0.5, "bound c that clips the smoothing noise to [−c, c]")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -83,9 +76,9 @@ class DDPGConfig(DPGConfig):
     otherwise TD3's settings. (CleanRL's ``ddpg_continuous_action.py`` also updates the actor only
     every second step.)"""
 
-    num_critics: int = 1
-    policy_delay: int = 1
-    target_noise: float = 0.0
+    num_critics: int = hparam(1, "critics in the ensemble; the TD target takes their minimum")
+    policy_delay: int = hparam(1, "critic updates per actor and target update")
+    target_noise: float = hparam(0.0, "σ of the target policy smoothing noise; 0 turns it off")
 
 
 class DPGState(NamedTuple):

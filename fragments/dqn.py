@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
@@ -42,23 +42,23 @@ class DQNConfig(offpolicy.OffPolicyConfig):
     (CleanRL: every 500 env steps with an update every 10), a 120-84 ReLU MLP.
     """
 
-    lr: float = 2.5e-4
-    gamma: float = 0.99
-    double_q: bool = True
-    dueling: bool = False
-    td_loss: str = "mse"
-    target_update_period: int = 50
-    tau: float = 1.0
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.05
-    epsilon_fraction: float = 0.5
-    max_grad_norm: float = 10.0
-    hidden_sizes: tuple[int, ...] = (120, 84)
-    activation: str = "relu"
-    buffer_size: int = 10_000
-    batch_size: int = 128
-    learning_starts: int = 10_000
-    utd_ratio: float = 0.125
+    lr: float = hparam(2.5e-4, "learning rate of Adam")
+    gamma: float = hparam(0.99, "discount factor γ")
+    double_q: bool = hparam(True, "double Q-learning: the online network picks the next action")
+    dueling: bool = hparam(False, "dueling head: Q = V + A − mean(A)")
+    td_loss: str = hparam("mse", "loss on the TD error: mse or huber")
+    target_update_period: int = hparam(50, "gradient updates between target network updates")
+    tau: float = hparam(1.0, "each target update's Polyak rate τ; 1 copies the network")
+    epsilon_start: float = hparam(1.0, "ε-greedy's ε at the start of the run")
+    epsilon_end: float = hparam(0.05, "ε-greedy's ε at the end of its linear decay")
+    epsilon_fraction: float = hparam(0.5, "fraction of the run over which ε decays")
+    max_grad_norm: float = hparam(10.0, "clip gradients to this global norm")
+    hidden_sizes: tuple[int, ...] = hparam((120, 84), "layer sizes of the Q network's MLP")
+    activation: str = hparam("relu", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
+    buffer_size: int = hparam(10_000, "replay capacity in transitions")
+    batch_size: int = hparam(128, "transitions per gradient update")
+    learning_starts: int = hparam(10_000, "env steps of warm-up: random actions, no updates")
+    utd_ratio: float = hparam(0.125, "gradient updates per env step, the update-to-data ratio")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import AlgorithmContext, OffPolicy
+from jaxrl_fdg.core.algorithm import AlgorithmContext, OffPolicy, hparam
 from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
@@ -31,29 +31,20 @@ REPLAY_KINDS = ("uniform", "prioritized")
 class OffPolicyConfig:
     """Hyperparameters shared by the off-policy algorithms (each is a ``--flag``).
 
-    Attributes:
-      buffer_size: replay capacity in transitions.
-      batch_size: transitions per gradient update.
-      learning_starts: env steps of warm-up (random actions, no updates) before learning.
-      utd_ratio: gradient updates per env step (update-to-data ratio); with ``B`` envs and
-        rollouts of ``T`` steps, each iteration makes ``utd_ratio · B · T`` updates, which must be
-        a whole number.
-      n_step: length of the n-step returns stored in the replay.
-      replay: ``uniform`` or ``prioritized`` (Schaul et al. 2016).
-      tree_arity: arity K of the prioritized replay's sum tree.
-      priority_alpha: priority exponent α; ``priority_beta``: initial importance-sampling
-        exponent β, annealed linearly to 1 over the run.
+    With ``B`` envs and rollouts of ``T`` steps, each iteration makes ``utd_ratio · B · T``
+    gradient updates, which must be a whole number. ``priority_beta`` is annealed linearly to 1
+    over the run.
     """
 
-    buffer_size: int = 100_000
-    batch_size: int = 256
-    learning_starts: int = 5_000
-    utd_ratio: float = 1.0
-    n_step: int = 1
-    replay: str = "uniform"
-    tree_arity: int = 8
-    priority_alpha: float = 0.6
-    priority_beta: float = 0.4
+    buffer_size: int = hparam(100_000, "replay capacity in transitions")
+    batch_size: int = hparam(256, "transitions per gradient update")
+    learning_starts: int = hparam(5_000, "env steps of warm-up: random actions, no updates")
+    utd_ratio: float = hparam(1.0, "gradient updates per env step, the update-to-data ratio")
+    n_step: int = hparam(1, "length of the n-step returns stored in the replay")
+    replay: str = hparam("uniform", "uniform or prioritized (Schaul et al. 2016)")
+    tree_arity: int = hparam(8, "arity of the prioritized replay's sum tree")
+    priority_alpha: float = hparam(0.6, "priority exponent α of the prioritized replay")
+    priority_beta: float = hparam(0.4, "initial importance-sampling exponent β, annealed to 1")
 
     def __post_init__(self) -> None:
         for name in ("buffer_size", "batch_size", "n_step"):

@@ -26,7 +26,7 @@ import jax
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.minibatch import minibatch_epochs
@@ -38,10 +38,10 @@ class PPOConfig(ac.ActorCriticConfig):
     :class:`~jaxrl_fdg.fragments.actor_critic.ActorCriticConfig`, with PureJaxRL's CartPole
     defaults, plus the clipping ranges and the minibatch epochs."""
 
-    clip_eps: float = 0.2
-    vf_clip: float = 0.2
-    update_epochs: int = 4
-    num_minibatches: int = 4
+    clip_eps: float = hparam(0.2, "clipping range ε of the policy's probability ratio")
+    vf_clip: float = hparam(0.2, "clipping range of the value loss around the rollout's values")
+    update_epochs: int = hparam(4, "passes over each rollout's batch")
+    num_minibatches: int = hparam(4, "minibatches each pass splits the batch into")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.fragments import continuous
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments.networks import ContinuousCritic, SquashedGaussianActor
@@ -48,17 +48,12 @@ class SACConfig(continuous.ContinuousConfig):
     actor and 1e-3 for the critics and α, α learned from 1, a 5k-step warm-up, one update per env
     step, γ = 0.99, τ = 0.005, batches of 256, 256-256 ReLU networks; except that the actor is
     updated at every step as in the paper and SB3 (CleanRL: twice every second step).
-
-    Attributes:
-      autotune: learn α toward the target entropy ``−dim(A)``; otherwise α stays fixed.
-      alpha: the entropy temperature α: its initial value with ``autotune``, its value otherwise.
-      alpha_lr: Adam learning rate of ``log α``.
     """
 
-    critic_lr: float = 1e-3
-    autotune: bool = True
-    alpha: float = 1.0
-    alpha_lr: float = 1e-3
+    critic_lr: float = hparam(1e-3, "the critics' Adam learning rate")
+    autotune: bool = hparam(True, "learn α toward the target entropy −dim(A); else α stays fixed")
+    alpha: float = hparam(1.0, "entropy temperature α; with autotune, its initial value")
+    alpha_lr: float = hparam(1e-3, "learning rate of log α, by Adam")
 
     def __post_init__(self) -> None:
         super().__post_init__()

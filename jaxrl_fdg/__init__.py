@@ -31,6 +31,7 @@ from jaxrl_fdg.core import (
     Schedule,
     Transition,
     fragment,
+    hparam,
 )
 from jaxrl_fdg.core import algorithm as algorithm
 from jaxrl_fdg.errors import ConfigError
@@ -64,6 +65,7 @@ __all__ = [
     "build_loop",
     "evaluate",
     "fragment",
+    "hparam",
     "make_plan",
     "make_train",
     "resolve",

@@ -1,6 +1,12 @@
 """The core: fragments, the dataflow graph and its schedule, algorithms, and the loop."""
 
-from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, OffPolicy
+from jaxrl_fdg.core.algorithm import (
+    Algorithm,
+    AlgorithmContext,
+    AlgorithmSpec,
+    OffPolicy,
+    hparam,
+)
 from jaxrl_fdg.core.builder import LoopBuilder
 from jaxrl_fdg.core.fragment import EmptyState, Fragment, Method, Role, call, fragment, published
 from jaxrl_fdg.core.graph import Edge, Graph, Schedule
@@ -33,6 +39,7 @@ __all__ = [
     "call",
     "episode_metrics",
     "fragment",
+    "hparam",
     "iterations_done",
     "published",
 ]

@@ -26,6 +26,13 @@ def _identity(tree: Any) -> Any:
     return tree
 
 
+def hparam(default: Any, help: str) -> Any:
+    """A field of a hyperparameter dataclass: its ``default`` and the one line that
+    ``jaxrl-fdg train --help`` shows for its flag (lower case, no final period). A subclass that
+    changes a default declares the field again with its help."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
 @dataclasses.dataclass(frozen=True)
 class AlgorithmContext:
     """Static facts an algorithm needs to build its fragments.
@@ -120,7 +127,8 @@ class AlgorithmSpec(NamedTuple):
 
     Attributes:
       name: registry key (``--algo``).
-      hparams: a frozen dataclass type of hyperparameters; its fields become CLI flags.
+      hparams: a frozen dataclass type of hyperparameters; its fields become CLI flags, each
+        declared with :func:`hparam` so that ``--help`` describes it.
       build: ``AlgorithmContext -> Algorithm``.
       check: ``AlgorithmContext -> None``; raises :class:`ConfigError` for a bad combination
         (for example a batch that does not divide into minibatches) before anything compiles.
