@@ -1,4 +1,5 @@
-"""The ``jaxrl-fdg`` command: ``train``, ``evaluate``, ``list``, ``graph``, ``profile``, ``plot``.
+"""The ``jaxrl-fdg`` command: ``train``, ``evaluate``, ``list``, ``graph``, ``profile``, ``plot``,
+``compare``.
 
 Settings are layered: defaults, then ``--config FILE``, then flags given on the command line.
 Bad input of any kind exits with status 2 and a one-line message, never a traceback.
@@ -14,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxrl_fdg import compare, envs, plots, policies
 from jaxrl_fdg import config as cfg
-from jaxrl_fdg import envs, plots, policies
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS
 from jaxrl_fdg.run import build_loop, evaluate, train
-from jaxrl_fdg.run.checkpoint import NonFiniteError
+from jaxrl_fdg.run.checkpoint import NonFiniteError, describe_nan
 
 _RUN_FLAGS = {
     "algo": "registered algorithm (see `jaxrl-fdg list`)",
@@ -46,6 +47,8 @@ _RUN_FLAGS = {
     "coordinator": "host:port of process 0, for a data_parallel run across processes",
     "num_processes": "processes of a data_parallel run across processes (1: this one alone)",
     "process_id": "this process's index, 0 .. num_processes - 1 (0 writes the run folder)",
+    "logger": "where metrics go besides the run folder's files: comma list of tensorboard, wandb; "
+    "or none",
 }
 
 
@@ -58,6 +61,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except NonFiniteError as e:
         print(f"jaxrl-fdg: stopped: {e}", file=sys.stderr)
+        return 1
+    except FloatingPointError as e:  # --debug-nans: JAX raised at the op that made the NaN
+        print(f"jaxrl-fdg: stopped: non-finite value: {describe_nan(e)}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk, a permission lost while the run writes its folder
+        where = f": {e.filename}" if e.filename else ""
+        print(f"jaxrl-fdg: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("jaxrl-fdg: interrupted", file=sys.stderr)
@@ -74,6 +84,7 @@ def _dispatch(argv: list[str]) -> int:
         "plot": lambda: _plot(args),
         "evaluate": lambda: _evaluate(args),
         "graph": lambda: _graph(args),
+        "compare": lambda: compare.run(args),
     }
     return commands[args.command]()
 
@@ -95,7 +106,16 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
     _add_plot(
         sub.add_parser(
-            "plot", help="learning curves of run folders: mean ± std over seeds", allow_abbrev=False
+            "plot",
+            help="learning curves of run folders, with a band over seeds",
+            allow_abbrev=False,
+        )
+    )
+    compare.add_arguments(
+        sub.add_parser(
+            "compare",
+            help="groups of runs side by side: IQM, mean, median with bootstrap intervals",
+            allow_abbrev=False,
         )
     )
     ev = sub.add_parser(
@@ -126,6 +146,11 @@ def _add_plot(plot: argparse.ArgumentParser) -> None:
     )
     plot.add_argument("--x", default="step", help="column of the x axis (default: step)")
     plot.add_argument(
+        "--ci",
+        default="std",
+        help="band over seeds: std (mean ± 1 std) | iqm (IQM, 95%% bootstrap interval)",
+    )
+    plot.add_argument(
         "--output",
         metavar="FILE",
         help=f"image file (default: {plots.DEFAULT_OUTPUT} here, or in the run folder of one run)",
@@ -146,7 +171,9 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
             dest=f"hp.{field.name}",
             default=None,
             metavar="VALUE",
-            help=f"(default: {_default(field)})",
+            help=" ".join(
+                filter(None, [field.metadata.get("help"), f"(default: {_default(field)})"])
+            ),
         )
     return parser
 
@@ -260,7 +287,7 @@ def _list() -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    path = plots.plot_runs(args.runs, metric=args.metric, x=args.x, output=args.output)
+    path = plots.plot_runs(args.runs, args.metric, args.x, args.output, args.ci)
     print(f"learning curve: {path}")
     return 0
 
@@ -287,6 +314,8 @@ _PROFILE_ROWS = (
 
 def _profile(args: argparse.Namespace) -> int:
     modes = [m.strip() for m in args.fusion.split(",") if m.strip()]
+    if not modes:
+        raise ConfigError(f"--fusion {args.fusion!r} names no fusion mode")
     base = cfg.TrainConfig(
         algo=args.algo,
         env=args.env,

@@ -4,13 +4,25 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("orbax", "matplotlib", "yaml", "tensorboardX", "brax", "gymnasium", "gymnax", "mujoco")
+HEAVY = (
+    "orbax",
+    "matplotlib",
+    "yaml",
+    "tensorboardX",
+    "wandb",
+    "scipy",
+    "brax",
+    "gymnasium",
+    "gymnax",
+    "mujoco",
+)
 
 _SCRIPT = """
 import json, sys
 import jax, flax, optax  # what the core needs anyway; some of them bring yaml or rich
 before = set(sys.modules)
 import jaxrl_fdg, jaxrl_fdg.envs, jaxrl_fdg.fragments, jaxrl_fdg.profiling, jaxrl_fdg.cli
+import jaxrl_fdg.run.loggers, jaxrl_fdg.compare, jaxrl_fdg.stats  # loggers and statistics too
 added = {m.split(".")[0] for m in set(sys.modules) - before}
 print(json.dumps(sorted(added)))
 """

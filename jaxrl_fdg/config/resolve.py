@@ -7,9 +7,11 @@ raised before anything compiles. Placement-specific checks are the placement's o
 
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple
 
 from jaxrl_fdg import envs, policies, validate
+from jaxrl_fdg.config import loggers
 from jaxrl_fdg.config.schema import TrainConfig
 from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
 from jaxrl_fdg.config.values import make_hparams
@@ -18,6 +20,8 @@ from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.lagged import POLICY_LAGS
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
+
+SEED_MAX = 2**32 - 1
 
 
 class Resolved(NamedTuple):
@@ -45,6 +49,11 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms)."""
     spec, hparams = check_values(config, spec)
     env, env_params = make_env(config.env)
+    if config.steps_per_iteration > validate.INT32_MAX:
+        raise ConfigError(
+            f"num_envs × rollout_len = {config.steps_per_iteration:,} steps per iteration is "
+            f"more than {validate.INT32_MAX:,}"
+        )
     if config.total_steps < config.steps_per_iteration:
         raise ConfigError(
             f"total_steps = {config.total_steps} is less than one iteration "
@@ -84,8 +93,17 @@ def check_values(
         raise ConfigError(str(e)) from None
     validate.choice("fusion mode", config.fusion, policies.FUSION_MODES)
     validate.choice("profile mode", config.profile, PROFILE_MODES)
-    for name in ("total_steps", "num_envs", "rollout_len"):
+    for name in ("num_envs", "rollout_len"):
         validate.positive_int(name, getattr(config, name))
+    if isinstance(config.total_steps, int) and config.total_steps > validate.INT32_MAX:
+        # The budget itself may pass 2**31; the iteration counter (int32) may not.
+        if config.total_steps // config.steps_per_iteration > validate.INT32_MAX:
+            raise ConfigError(
+                f"total_steps = {config.total_steps:,} makes more than {validate.INT32_MAX:,} "
+                "iterations; the iteration counter is a 32-bit integer"
+            )
+    else:
+        validate.positive_int("total_steps", config.total_steps)
     validate.non_negative("log_every", config.log_every)
     validate.non_negative("checkpoint_every", config.checkpoint_every)
     validate.positive_int("keep", config.keep)
@@ -97,13 +115,39 @@ def check_values(
     validate.choice("dp_backend", config.dp_backend, policies.DP_BACKENDS)
     policies.check_processes(config)
     validate.choice("policy_lag", config.policy_lag, POLICY_LAGS)
+    loggers.check(config.logger)
     if not isinstance(config.seed, int) or isinstance(config.seed, bool):
         raise ConfigError(f"seed must be an integer, got {config.seed!r}")
+    if not 0 <= config.seed <= SEED_MAX - (config.num_seeds - 1):
+        # Keys are made from 32 bits of the seed: 2**32 would give seed 0's run again.
+        raise ConfigError(
+            f"seed must be in [0, {SEED_MAX}]"
+            + (f" for all {config.num_seeds} seeds" if config.num_seeds > 1 else "")
+            + f", got {config.seed!r}"
+        )
+    _check_run_name(config.run_name)
     fixed, sweep = split_sweep(spec, config.hparams)
     for name, values in sweep.items():  # each swept value is checked like a single one
         for value in values:
             make_hparams(spec, {**fixed, name: value})
     return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in sweep.items()}})
+
+
+def _check_run_name(name: str | None) -> None:
+    """A run folder's name is one path component: it stays inside ``out``."""
+    if name is None:
+        return
+    bad = (
+        not name.strip()
+        or name in (".", "..")
+        or any(sep in name for sep in ("/", "\\", os.sep))
+        or "\0" in name
+    )
+    if bad:
+        raise ConfigError(
+            f"run_name must be a plain folder name (no path separators, not '.' or '..'), "
+            f"got {name!r}"
+        )
 
 
 def make_env(name: str) -> tuple[Any, Any]:

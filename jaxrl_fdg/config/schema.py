@@ -10,6 +10,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jaxrl_fdg.config import loggers
+
 AUTO_BOUNDARIES = 25
 
 # Settings that change how a run is watched, stored or checked, never what it computes: a run
@@ -26,6 +28,7 @@ NOT_COMPUTED = (
     "debug_nans",
     "eval_every",
     "eval_episodes",
+    "logger",
     # How the processes of a run are wired together, not what they compute (a run over P
     # processes computes what one process with as many shards computes); process_id differs
     # between the processes of one run.
@@ -87,6 +90,9 @@ class TrainConfig:
       policy_lag: 0, or 1 to learn from the rollout collected one iteration earlier, so that
         collecting and learning overlap (asynchronous actors with placement ``actor_learner``;
         see ``jaxrl_fdg.core.loop.LaggedLoop``).
+      logger: where metrics go besides the run folder's files: a comma list of ``tensorboard``
+        (event files, when tensorboardX is installed) and ``wandb`` (Weights & Biases: the
+        ``wandb`` extra), or ``none`` (see :mod:`jaxrl_fdg.run.loggers`).
       hparams: overrides of the algorithm's hyperparameters, by field name. A list of values
         for a float hyperparameter (``"1e-3,3e-4"`` on the command line) sweeps it: one run
         per value (per combination, for several lists) and per seed, all in one vmapped
@@ -119,6 +125,7 @@ class TrainConfig:
     num_processes: int = 1
     process_id: int = 0
     policy_lag: int = 0
+    logger: str = "tensorboard"
     hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -128,6 +135,11 @@ class TrainConfig:
     @property
     def num_iterations(self) -> int:
         return self.total_steps // self.steps_per_iteration
+
+    @property
+    def loggers(self) -> tuple[str, ...]:
+        """The names in ``logger``, e.g. ``("tensorboard", "wandb")``."""
+        return loggers.parse(self.logger)
 
     @property
     def boundary_every(self) -> int:

@@ -61,10 +61,15 @@ def evaluation_program(
     resolved: Resolved, loop: LoopLike, state: LoopState, timings: Timings
 ) -> Callable[[LoopState, int], Any]:
     """``(state, iteration) -> evaluation metrics`` (on the device): :func:`evaluation_function`
-    compiled ahead of time for the shapes of ``state``."""
+    compiled ahead of time for the shapes of ``state`` (shapes alone, so that a restored state,
+    whose arrays orbax commits to their device, gives the program a training run compiled)."""
     run, keys = evaluation_function(resolved, loop)
+    shapes = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=jax.typeof(x).weak_type),
+        state.fragments,
+    )
     with timings.scope("compile:evaluate", always=True):
-        program = jax.jit(run).lower(state.fragments, keys(0)).compile()
+        program = jax.jit(run).lower(shapes, keys(0)).compile()
 
     def evaluate(state: LoopState, iteration: int):
         with timings.scope("evaluate"):
@@ -84,18 +89,34 @@ def evaluate(
     same keys as the run's own evaluation at that iteration. Writes ``evaluation.json`` into the
     run folder and returns what it holds."""
     folder = RunFolder.open(run_dir)
-    source = str(folder.path / "config.toml")
-    config = from_mapping(load(source), source=source).replace(out=None, progress=False)
-    if episodes is not None:
-        config = config.replace(eval_episodes=episodes)
-    resolved = resolve(config, spec)
-    loop = build_loop(resolved)
     checkpoints = folder.path / CHECKPOINTS
     if not checkpoints.is_dir():
         raise ConfigError(f"run {str(folder.path)!r} has no checkpoints to evaluate")
-    checkpointer = Checkpointer(checkpoints)
+    folder.lock("evaluate")  # it writes evaluation.json; a training run rotates checkpoints
     try:
-        like = jax.jit(loop.init)(resolved.placement.initial_key(resolved))
+        return _evaluate(folder, episodes, iteration, spec)
+    finally:
+        folder.release()
+
+
+def _evaluate(folder: RunFolder, episodes, iteration, spec) -> dict[str, Any]:
+    checkpointer = Checkpointer(folder.path / CHECKPOINTS)
+    try:
+        # The config stored with the checkpoint is the one its state was computed with, even
+        # if config.toml was edited since; a checkpoint without one falls back to config.toml.
+        candidates = checkpointer.candidates(iteration)
+        mapping = checkpointer.stored_config(candidates[0]) if candidates else None
+        source = f"{checkpointer.directory}/{candidates[0]}" if mapping else None
+        if mapping is None:
+            source = str(folder.path / "config.toml")
+            mapping = load(source)
+        config = from_mapping(mapping, source=source).replace(out=None, progress=False)
+        if episodes is not None:
+            config = config.replace(eval_episodes=episodes)
+        resolved = resolve(config, spec)
+        loop = build_loop(resolved)
+        # The shapes init returns are all a restore needs: nothing is compiled for them.
+        like = jax.eval_shape(loop.init, resolved.placement.initial_key(resolved))
         state = checkpointer.restore(like, iteration)
     finally:
         checkpointer.close()

@@ -15,6 +15,8 @@ name. tensorboardX is imported when the first row is written, never when the lib
 from __future__ import annotations
 
 import csv
+import io
+import itertools
 import json
 import os
 import time
@@ -23,11 +25,15 @@ from typing import Any
 
 from jaxrl_fdg.config import TrainConfig, dump_toml
 from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.run.lock import FolderLock
 
 
 def default_name(config: TrainConfig) -> str:
+    """``{algo}-{env}-{fusion}-s{seed}-{time}``, one folder name even for an environment named
+    with a prefix (``gym/CartPole-v1`` gives ``gym_CartPole-v1``)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return f"{config.algo}-{config.env}-{config.fusion}-s{config.seed}-{stamp}"
+    env = config.env.replace("/", "_").replace(os.sep, "_")
+    return f"{config.algo}-{env}-{config.fusion}-s{config.seed}-{stamp}"
 
 
 class RunFolder:
@@ -38,17 +44,48 @@ class RunFolder:
         self._csv_writer: csv.DictWriter | None = None
         self._events = None  # a tensorboardX SummaryWriter, when tensorboardX is installed
         self._purge_step: int | None = None
+        self.tensorboard = True  # event files, if tensorboardX is installed (``logger``)
+        self.loggers: list = []  # more loggers (``jaxrl_fdg.run.loggers``): rows, then summary
+        self._lock: FolderLock | None = None
 
     @classmethod
     def create(cls, config: TrainConfig) -> RunFolder:
+        """A new folder ``out/run_name`` (``-2``, ``-3``... appended if taken), locked for
+        training. ``mkdir`` itself decides who gets a name, so two runs started at once with
+        the same name never share a folder."""
         parent = Path(config.out)
         name = config.run_name or default_name(config)
-        path, n = parent / name, 1
-        while path.exists():  # never write into an earlier run's folder
-            n += 1
-            path = parent / f"{name}-{n}"
-        path.mkdir(parents=True)
-        return cls(path)
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"--out {str(parent)!r} is a file, not a folder") from None
+        except OSError as e:
+            raise ConfigError(f"cannot create --out {str(parent)!r}: {e.strerror}") from None
+        for n in itertools.count(1):
+            path = parent / (name if n == 1 else f"{name}-{n}")
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:  # never write into an earlier run's folder
+                continue
+            except OSError as e:
+                raise ConfigError(
+                    f"cannot create a run folder in {str(parent)!r}: {e.strerror}"
+                ) from None
+        folder = cls(path)
+        folder.lock("train")
+        return folder
+
+    def lock(self, purpose: str) -> None:
+        """Hold the folder's lock until :meth:`release`: one writer at a time."""
+        if self._lock is None:
+            self._lock = FolderLock.acquire(self.path, purpose)
+
+    def release(self) -> None:
+        self.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def write_config(self, data: dict[str, Any]) -> None:
         _atomic_write(self.path / "config.toml", dump_toml(data))
@@ -66,6 +103,8 @@ class RunFolder:
                 if key != "step" and isinstance(value, int | float) and not isinstance(value, bool):
                     self._events.add_scalar(key, value, global_step=row["step"])
             self._events.flush()
+        for logger in self.loggers:
+            logger.log(row)
 
     def _open_metrics(self, first: dict[str, Any]) -> None:
         self._jsonl = open(self.path / "metrics.jsonl", "a", encoding="utf-8")
@@ -74,6 +113,8 @@ class RunFolder:
         self._csv_writer = csv.DictWriter(self._csv, fieldnames=list(first), extrasaction="ignore")
         if self._csv.tell() == 0:
             self._csv_writer.writeheader()
+        if not self.tensorboard:
+            return
         try:
             from tensorboardX import SummaryWriter
         except ImportError:  # the optional dependency is not installed: no event files
@@ -94,7 +135,24 @@ class RunFolder:
         file = self.path / "metrics.jsonl"
         if not file.is_file():
             return []
-        return [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
+        text = file.read_text(encoding="utf-8", errors="replace")
+        lines = text.split("\n")
+        # A last line without its newline is a row cut short (the writer died while writing
+        # it): it was logged after the last checkpoint, so a resume drops it and logs it again.
+        complete, partial = lines[:-1], lines[-1]
+        rows = []
+        for number, line in enumerate(complete, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                row = None
+            if not _is_row(row):
+                raise ConfigError(f"{str(file)!r} line {number} is not a metrics row")
+            rows.append(row)
+        del partial
+        return rows
 
     def truncate_metrics(self, iteration: int) -> list[dict[str, Any]]:
         """Drop the rows logged after ``iteration`` (a resumed run logs them again) from
@@ -105,14 +163,17 @@ class RunFolder:
         _atomic_write(self.path / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
         (self.path / "metrics.csv").unlink(missing_ok=True)
         if rows:
-            with open(self.path / "metrics.csv", "w", encoding="utf-8", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=list(rows[0]), extrasaction="ignore")
-                writer.writeheader()
-                writer.writerows(rows)
+            table = io.StringIO(newline="")
+            writer = csv.DictWriter(table, fieldnames=list(rows[0]), extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+            _atomic_write(self.path / "metrics.csv", table.getvalue())
         return rows
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         self.write_json("summary.json", summary)
+        while self.loggers:  # the summary is a logger's last entry
+            self.loggers.pop(0).finish(summary)
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         _atomic_write(self.path / name, json.dumps(data, indent=2) + "\n")
@@ -124,10 +185,25 @@ class RunFolder:
         self._jsonl = self._csv = self._csv_writer = self._events = None
 
 
+def _is_row(row: Any) -> bool:
+    def number(x: Any) -> bool:
+        return isinstance(x, int | float) and not isinstance(x, bool)
+
+    return (
+        isinstance(row, dict)
+        and all(isinstance(row.get(k), int) for k in ("iteration", "step"))
+        and number(row.get("wall_s"))
+    )
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a lost permission: the old file stays, no stray .tmp
+        tmp.unlink(missing_ok=True)
+        raise

@@ -8,6 +8,7 @@ Every placement-specific step is the placement object's (``resolved.placement``)
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,13 +32,14 @@ from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import distributed
 from jaxrl_fdg.profiling import Timings
+from jaxrl_fdg.run import loggers
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
 from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_function
 from jaxrl_fdg.run.run_folder import RunFolder
-from jaxrl_fdg.run.session import Session, StopOnSignal
+from jaxrl_fdg.run.session import Session, StartupInterrupt, StopOnSignal
 
 
 class RunResult(NamedTuple):
@@ -109,12 +111,15 @@ def train(
     debug_nans = jax.config.jax_debug_nans
     jax.config.update("jax_debug_nans", config.debug_nans)
     try:
-        return _train(resolved, print_summary, resume)
+        with StartupInterrupt() as startup:
+            return _train(resolved, print_summary, resume, startup)
     finally:
         jax.config.update("jax_debug_nans", debug_nans)
 
 
-def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -> RunResult:
+def _train(
+    resolved: Resolved, print_summary: bool, resume: str | Path | None, startup: StartupInterrupt
+) -> RunResult:
     config = resolved.config
     if not distributed.is_primary():  # process 0 alone shows progress and writes the run folder
         config = config.replace(out=None, progress=False)
@@ -125,9 +130,17 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
         config.fusion, loop, Timings(config.profile), config.boundary_every
     )
     folder, lane_folders = _folders(resolved, resume)
-    checkpointer = None
-    if folder is not None and not resolved.env.on_host and config.num_processes == 1:
-        checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep)
+    try:  # the folder stays locked until the run is over, however it ends
+        return _run(resolved, loop, plan, folder, lane_folders, print_summary, resume, startup)
+    finally:
+        if folder is not None:
+            folder.release()
+
+
+def _run(resolved, loop, plan, folder, lane_folders, print_summary, resume, startup) -> RunResult:
+    config = resolved.config
+    loggers.attach(config, folder, lane_folders)
+    checkpointer = _checkpointer(resolved, folder, resume)
     extra, evaluate = {}, None
     if config.eval_every:  # compiled with the plan's programs, called behind its chunks
         run_evaluation, keys = evaluation_function(resolved, loop)
@@ -136,25 +149,52 @@ def _train(resolved: Resolved, print_summary: bool, resume: str | Path | None) -
         def evaluate(state: LoopState, iteration: int):
             return plan.call("evaluate", state.fragments, keys(iteration))
 
-    state, rows = _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume)
+    try:
+        state, rows = _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume)
+        startup.check()  # a Ctrl-C during start-up that something swallowed still stops the run
+    except BaseException:
+        if checkpointer is not None:
+            checkpointer.close()
+        raise
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     session = Session(config, label, plan, folder, checkpointer, rows, evaluate, lane_folders)
     try:
         with StopOnSignal(session):
             state = session.execute(state)
-    except NonFiniteError:
+    except (NonFiniteError, FloatingPointError):
         session.status = "non-finite"
         raise
+    except OSError:  # a full disk, a lost permission: the folder says the run failed
+        session.status = "failed"
+        raise
     finally:
-        summary = session.finish(loop)
-        for lane_folder in lane_folders:
-            lane_folder.close()
-        if checkpointer is not None:
-            checkpointer.close()
-        resolved.placement.release(loop, state)
+        try:
+            summary = session.finish(loop)
+        finally:
+            for lane_folder in lane_folders:
+                lane_folder.close()
+            if checkpointer is not None:
+                checkpointer.close()
+            resolved.placement.release(loop, state)
     if print_summary:
         print(metric_rows.format_summary(summary))
     return RunResult(state, metric_rows.concat(session.history), summary, folder and folder.path)
+
+
+def _checkpointer(resolved: Resolved, folder: RunFolder | None, resume) -> Checkpointer | None:
+    """The run's checkpointer, which stores the resolved config with every checkpoint; for a
+    resume, that config must match this run's (checked before anything compiles)."""
+    config = resolved.config
+    if folder is None or resolved.env.on_host or config.num_processes > 1:
+        return None
+    checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep, to_mapping(resolved))
+    if resume is not None:
+        try:
+            _check_same_run(folder, checkpointer, resolved)
+        except BaseException:
+            checkpointer.close()
+            raise
+    return checkpointer
 
 
 def _check_run(resolved: Resolved, loop: LoopLike, resume: str | Path | None) -> None:
@@ -174,34 +214,55 @@ def _folders(resolved: Resolved, resume: str | Path | None):
     config = resolved.config
     if resume is not None:
         folder = RunFolder.open(resume)
-        _check_same_run(folder, resolved)
+        folder.lock("train --resume")
     elif config.out is not None:
-        folder = RunFolder.create(config)
-        folder.write_config(to_mapping(resolved))
+        folder = RunFolder.create(config)  # created locked
     else:
-        folder = None
-    return folder, _lane_folders(folder, resolved, resume is not None)
+        return None, []
+    try:
+        if resume is None:
+            folder.write_config(to_mapping(resolved))
+        else:  # a damaged metrics file stops the resume before anything compiles
+            folder.read_metrics()
+        return folder, _lane_folders(folder, resolved, resume is not None)
+    except BaseException:
+        folder.release()
+        raise
 
 
 def _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume):
     """The compiled plan's initial state (or the checkpoint it resumes from) and the metric
-    rows logged before it. A fresh run whose programs the shapes describe compiles them all at
-    once (``Plan.start``); otherwise init runs first and the rest compile for its result (or
-    for the restored checkpoint's, which orbax may type a little differently)."""
+    rows logged before it. Where the shapes describe the programs, all of them compile at once
+    for the shapes ``init`` returns (``Plan.start``), fresh run or resume alike: a checkpoint
+    restores the same shapes, and compiling for the restored arrays instead would lower other
+    programs (orbax commits them to their device, which the lowering records), missing the
+    compilation cache the run that wrote the checkpoint filled. Otherwise init runs first and
+    the rest compile for its result, or for the restored checkpoint."""
     key = resolved.placement.initial_key(resolved)
-    if resume is None and resolved.placement.compiles_from_shapes(resolved):
-        with _sweep_errors(resolved):
-            return plan.start(key, extra), []
+    from_shapes = resolved.placement.compiles_from_shapes(resolved)
     with _sweep_errors(resolved):
-        state = plan.init(key)
+        state = plan.start(key, extra) if from_shapes else plan.init(key)
+    if resume is None and from_shapes:
+        return state, []
     rows: list[dict[str, Any]] = []
-    if resume is not None:
+    if resume is not None and not checkpointer.steps():
+        # Stopped before its first checkpoint (killed while compiling, say): nothing to
+        # restore, so the run starts again; its rows, if any, are logged again.
+        print(
+            f"jaxrl-fdg: warning: {str(folder.path)!r} has no checkpoint yet; "
+            "the run starts again from iteration 0",
+            file=sys.stderr,
+        )
+    elif resume is not None:
         state = checkpointer.restore(state)
+        checkpointer.discard_skipped()  # this run writes those iterations again
+    if resume is not None:
         rows = folder.truncate_metrics(iterations_done(state))
         for lane_folder in lane_folders:
             lane_folder.truncate_metrics(iterations_done(state))
-    with _sweep_errors(resolved):
-        plan.compile(state, extra)
+    if not from_shapes:
+        with _sweep_errors(resolved):
+            plan.compile(state, extra)
     return state, rows
 
 
@@ -252,14 +313,46 @@ def _lane_folders(folder: RunFolder | None, resolved: Resolved, resume: bool) ->
     return folders
 
 
-def _check_same_run(folder: RunFolder, resolved: Resolved) -> None:
-    """A run resumes only with the configuration it was started with."""
-    saved = load(folder.path / "config.toml")
+def _check_same_run(folder: RunFolder, checkpointer: Checkpointer, resolved: Resolved) -> None:
+    """A run resumes only with the configuration its checkpoints were written with (settings
+    that change nothing it computes aside, ``config.NOT_COMPUTED``): editing ``config.toml``
+    or giving a flag that changes the run is refused, naming each changed key."""
     current = to_mapping(resolved)
-    keys = (set(saved) | set(current)) - set(NOT_COMPUTED)
-    changed = sorted(k for k in keys if saved.get(k) != current.get(k))
+    saved, source = None, "its config.toml"
+    for step in reversed(checkpointer.steps()):
+        if checkpointer.damage(step) is None:
+            saved = checkpointer.stored_config(step)
+            if saved is not None:
+                source = f"its checkpoint at iteration {step}"
+                break
+    if saved is None:  # no checkpoint yet, or one written before configs were stored
+        saved = load(folder.path / "config.toml")
+    changed = _changed_keys(saved, current)
     if changed:
-        details = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in changed)
         raise ConfigError(
-            f"cannot resume {str(folder.path)!r} with a different configuration ({details})"
+            f"cannot resume {str(folder.path)!r} with a configuration other than {source}'s "
+            f"({details})"
         )
+
+
+def _changed_keys(saved: dict, current: dict, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, saved value, current value)`` for every computed setting that differs."""
+    changed = []
+    for key in sorted(set(saved) | set(current)):
+        if not prefix and key in NOT_COMPUTED:
+            continue
+        if key not in saved and prefix:  # a hyperparameter newer than the checkpoint
+            continue
+        # A setting newer than the checkpoint (or unset there) had its default then.
+        a = saved[key] if key in saved else getattr(TrainConfig, key, None)
+        b = current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            changed += _changed_keys(a, b, f"{prefix}{key}.")
+        elif _normal(a) != _normal(b):
+            changed.append((f"{prefix}{key}", a, b))
+    return changed
+
+
+def _normal(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value

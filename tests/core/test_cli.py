@@ -235,3 +235,78 @@ def test_train_resume_evaluate_through_the_command_line(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "r"), "--episodes", "2"]) == 0
     out = capsys.readouterr().out
     assert "iteration 8 (128 env steps), 2 episodes: return" in out
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("num_envs = 4.0\n", "num_envs must be of type int, got 4.0"),
+        ("total_steps = 1e26\n", "total_steps must be of type int, got 1e+26"),
+        (
+            "total_steps = 100000000000000000000000000\n",
+            "makes more than 2,147,483,647 iterations",
+        ),
+        ("seed = 99999999999999999999999\n", "seed must be in [0, 4294967295]"),
+        ('run_name = "../../x"\n', "run_name must be a plain folder name"),
+    ],
+)
+def test_bad_values_in_a_config_file_exit_2_and_leave_no_folder(text, message, tmp_path, capsys):
+    (tmp_path / "c.toml").write_text(text)
+    out = tmp_path / "runs"
+    assert main(["train", "--config", str(tmp_path / "c.toml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seed", "99999999999999999999999"], "seed must be in [0, 4294967295]"),
+        (["--seed", "-1"], "seed must be in [0, 4294967295], got -1"),
+        (["--run-name", "../../x"], "run_name must be a plain folder name"),
+        (["--run-name", "/tmp/abs"], "run_name must be a plain folder name"),
+        (["--run-name", "a/b"], "run_name must be a plain folder name"),
+    ],
+)
+def test_bad_run_flags_exit_2_and_leave_no_folder(args, message, tmp_path, capsys):
+    out = tmp_path / "runs"
+    assert main(["train", *args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_files_that_are_no_config_exit_2(tmp_path, capsys):
+    (tmp_path / "bin.toml").write_bytes(b"\x80\x81\xfe\xff\x00seed = 1")
+    assert main(["train", "--config", str(tmp_path / "bin.toml")]) == 2
+    assert "is not UTF-8 text" in capsys.readouterr().err
+    (tmp_path / "dir.toml").mkdir()
+    assert main(["train", "--config", str(tmp_path / "dir.toml")]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_profile_without_a_fusion_mode_exits_2(capsys):
+    assert main(["profile", "--fusion", ","]) == 2
+    assert "names no fusion mode" in capsys.readouterr().err
+
+
+def test_out_that_is_a_file_or_not_writable_exits_2(tmp_path, capsys, monkeypatch):
+    (tmp_path / "file").write_text("")
+    argv = ["train", *TINY, "--run-name", "r"]
+    assert main([*argv, "--out", str(tmp_path / "file")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+    real_mkdir = type(tmp_path).mkdir
+
+    def read_only(self, *args, **kwargs):  # as a user without write permission sees it
+        if self.parent == tmp_path / "ro":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(type(tmp_path), "mkdir", read_only)
+    assert main([*argv, "--out", str(tmp_path / "ro")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot create a run folder in" in err and "Permission denied" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,147 @@
+"""Damaged checkpoints, edited configs and a second writer: a resume or an evaluation either
+goes on from the newest intact checkpoint, bit for bit, or stops with one line and exit 2."""
+
+import json
+import shutil
+
+import pytest
+from faultkit import DQN, assert_same_state, copy_run, one_line_error, rows
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.cli import main
+from jaxrl_fdg.run.checkpoint import Checkpointer
+from jaxrl_fdg.run.lock import FolderLock
+from jaxrl_fdg.run.run_folder import RunFolder
+
+
+def _truncate_latest(checkpoints):
+    for f in (checkpoints / "12").rglob("*"):
+        if f.is_file() and f.stat().st_size > 64 and f.parent.name == "d":
+            f.write_bytes(f.read_bytes()[:64])
+
+
+def _empty_latest(checkpoints):
+    shutil.rmtree(checkpoints / "12")
+    (checkpoints / "12").mkdir()
+
+
+def _stray_folder(checkpoints):
+    (checkpoints / "99").mkdir()
+
+
+@pytest.mark.parametrize(
+    "damage, skipped, resumed_from",
+    [(_truncate_latest, "12", 8), (_empty_latest, "12", 8), (_stray_folder, "99", 12)],
+    ids=["truncated", "emptied", "stray"],
+)
+def test_resume_skips_damaged_checkpoints_and_equals_the_uninterrupted_run(
+    reference, tmp_path, capsys, damage, skipped, resumed_from
+):
+    full, final = reference
+    run = copy_run(full, tmp_path / "r")
+    damage(run / "checkpoints")
+    result = rl.train(DQN.replace(out=str(tmp_path), run_name="r"), resume=run)
+    err = capsys.readouterr().err
+    assert f"skipped checkpoint {skipped} (" in err and f"using iteration {resumed_from}" in err
+    assert_same_state(result.state, final)
+    # The damaged one is gone and written afresh; keep = 3 counts intact checkpoints only.
+    assert sorted(int(p.name) for p in (run / "checkpoints").iterdir()) == [4, 8, 12]
+    assert [r["loss"] for r in rows(run)] == [r["loss"] for r in rows(full)]
+    if resumed_from == 8:  # the clock goes on: wall_s never steps back, run time is the run's
+        walls = [r["wall_s"] for r in rows(run)]
+        assert walls == sorted(walls)
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["run_s"] > rows(run)[3]["wall_s"] > 0  # row 4 = iteration 8
+        assert summary["run_s"] > summary["segment_run_s"]
+        assert summary["steps_per_s"] == pytest.approx(summary["env_steps"] / summary["run_s"])
+
+
+def test_evaluate_skips_a_damaged_checkpoint_and_names_the_ones_there(reference, tmp_path, capsys):
+    run = copy_run(reference[0], tmp_path / "r")
+    _truncate_latest(run / "checkpoints")
+    assert main(["evaluate", str(run), "--episodes", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert "skipped checkpoint 12 (" in err and "iteration 8 (128 env steps)" in out
+    assert main(["evaluate", str(run), "--iteration", "5"]) == 2
+    assert "no checkpoint at iteration 5" in one_line_error(capsys)
+    assert main(["evaluate", str(run), "--iteration", "12"]) == 2
+    assert "the checkpoint at iteration 12 is damaged" in one_line_error(capsys)
+
+
+def test_evaluate_lists_the_checkpoints_there(reference, tmp_path, capsys):
+    assert main(["evaluate", str(reference[0]), "--iteration", "5"]) == 2
+    assert "(checkpoints: 4, 8, 12)" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        (("lr = 0.00025", "lr = 0.001"), "hparams.lr: 0.00025 -> 0.001"),
+        (("num_envs = 4", "num_envs = 2"), "num_envs: 4 -> 2"),
+        (("hidden_sizes = [", "hidden_sizes = [ 7,"), "hparams.hidden_sizes"),
+    ],
+    ids=["lr", "num_envs", "hidden_sizes"],
+)
+def test_resume_refuses_an_edited_config_naming_what_changed(
+    reference, tmp_path, capsys, edit, named
+):
+    run = copy_run(reference[0], tmp_path / "r")
+    text = (run / "config.toml").read_text()
+    assert edit[0] in text
+    (run / "config.toml").write_text(text.replace(edit[0], edit[1], 1))
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 2
+    err = one_line_error(capsys)
+    assert "its checkpoint at iteration 12" in err and named in err
+    assert json.loads((run / "summary.json").read_text())["status"] == "completed"  # untouched
+
+
+def test_a_flag_that_changes_nothing_computed_may_differ_on_resume(reference, tmp_path, capsys):
+    run = copy_run(reference[0], tmp_path / "r")
+    assert main(["train", "--resume", str(run), "--no-progress", "--profile", "off"]) == 0
+
+
+def test_a_second_writer_is_refused_naming_the_holder(reference, tmp_path, capsys):
+    run = copy_run(reference[0], tmp_path / "r")
+    held = FolderLock.acquire(run, "train")
+    try:
+        assert main(["train", "--resume", str(run), "--no-progress"]) == 2
+        err = one_line_error(capsys)
+        assert "is in use by pid" in err and "(train, since" in err
+        assert main(["evaluate", str(run)]) == 2
+        assert "is in use by pid" in one_line_error(capsys)
+    finally:
+        held.release()
+    assert rows(run) == rows(reference[0])  # nothing was written twice
+
+
+def test_a_flipped_byte_marks_a_checkpoint_damaged(reference, tmp_path):
+    run = copy_run(reference[0], tmp_path / "r")
+    data = max((run / "checkpoints" / "12").rglob("*"), key=lambda f: f.stat().st_size)
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    data.write_bytes(bytes(raw))
+    checkpointer = Checkpointer(run / "checkpoints")
+    try:
+        assert "changed since it was written" in checkpointer.damage(12)
+        assert checkpointer.damage(8) is None
+    finally:
+        checkpointer.close()
+
+
+def test_a_damaged_metrics_file_stops_the_resume_in_one_line(reference, tmp_path, capsys):
+    run = copy_run(reference[0], tmp_path / "r")
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    lines[1] = lines[1][:20] + "\n"
+    (run / "metrics.jsonl").write_text("".join(lines))
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 2
+    assert "metrics.jsonl' line 2 is not a metrics row" in one_line_error(capsys)
+
+
+def test_a_partial_last_metrics_row_is_dropped(tmp_path):
+    folder = RunFolder(tmp_path)
+    rows = [{"iteration": i, "step": 16 * i, "wall_s": 0.1 * i} for i in (2, 4)]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (tmp_path / "metrics.jsonl").write_text(text + '{"iteration": 6, "st')
+    assert folder.read_metrics() == rows
+    assert folder.truncate_metrics(6) == rows
+    assert (tmp_path / "metrics.jsonl").read_text() == text

@@ -1,0 +1,150 @@
+"""Concurrent and dying writers, Ctrl-C at start-up, and NaNs under ``--debug-nans``."""
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from faultkit import one_line_error
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.cli import main
+from jaxrl_fdg.core import algorithm
+from jaxrl_fdg.run import runner
+from jaxrl_fdg.run.lock import FolderLock
+from jaxrl_fdg.run.run_folder import RunFolder
+
+# -- concurrent writers ----------------------------------------------------------------------
+
+
+def test_runs_created_at_once_under_one_name_get_a_folder_each(tmp_path, monkeypatch):
+    config = rl.TrainConfig(out=str(tmp_path), run_name="same")
+    # A competitor that creates the folder between a look and a mkdir, every time it can.
+    real_exists = Path.exists
+
+    def competitor_first(self, *args, **kwargs):
+        if self.parent == tmp_path and self.name.startswith("same"):
+            self.mkdir(exist_ok=True)
+            return False
+        return real_exists(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", competitor_first)
+    folders, barrier = [], threading.Barrier(8)
+
+    def create():
+        barrier.wait()
+        folders.append(RunFolder.create(config))
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    paths = [f.path for f in folders]
+    assert len(paths) == 8 and len(set(paths)) == 8
+    for folder in folders:
+        folder.release()
+
+
+def test_a_default_name_is_one_folder_inside_out(tmp_path):
+    folder = RunFolder.create(rl.TrainConfig(env="brax/ant", out=str(tmp_path)))
+    folder.release()
+    assert folder.path.parent == tmp_path and folder.path.name.startswith("ppo-brax_ant-scan-s0-")
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from jaxrl_fdg.run.lock import FolderLock
+FolderLock.acquire(Path(sys.argv[1]), "train")
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_holder_that_dies_never_blocks_the_next_writer(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        with pytest.raises(rl.ConfigError, match=f"in use by pid {proc.pid} on .*train, since"):
+            FolderLock.acquire(tmp_path, "train")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    FolderLock.acquire(tmp_path, "train").release()  # the kernel dropped the dead one's lock
+
+
+# -- Ctrl-C during start-up ----------------------------------------------------------------
+
+
+def test_ctrl_c_during_start_up_is_never_swallowed(tiny, monkeypatch):
+    real_start = runner._start
+
+    def start_with_a_swallowed_interrupt(*args, **kwargs):
+        try:  # as a garbage-collector callback would: the interrupt is printed and dropped
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+        except KeyboardInterrupt:
+            pass
+        return real_start(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_start", start_with_a_swallowed_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        rl.train(tiny)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+# -- --debug-nans --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hyper:
+    poison_at: int = 2
+
+
+def _build(ctx):
+    def act(state, inputs, key):
+        return state, {"action": jax.random.randint(key, (ctx.num_envs,), 0, 2)}
+
+    def learn(state, inputs, key):
+        calls = state + 1
+        loss = jnp.log(jnp.where(calls >= ctx.hparams.poison_at, -1.0, 1.0))  # NaN at call 2
+        return calls, {"metrics": {"loss": loss}}
+
+    actor = rl.fragment("actor", "actor", act, outputs=("action",))
+    learner = rl.fragment(
+        "learner",
+        "learner",
+        learn,
+        init=lambda key: jnp.zeros((), jnp.int32),
+        inputs=("trajectory",),
+        outputs=("metrics",),
+    )
+    return rl.Algorithm("nan-test", actor, learner)
+
+
+_NAN = rl.AlgorithmSpec("nan-test", _Hyper, _build, lambda ctx: None, "makes a NaN")
+
+
+def test_debug_nans_names_op_fragment_and_line_and_the_summary_says_non_finite(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setitem(algorithm._REGISTRY, "nan-test", _NAN)
+    argv = ["train", "--algo", "nan-test", "--total-steps", "32", "--num-envs", "2"]
+    argv += ["--rollout-len", "4", "--log-every", "1", "--debug-nans", "--no-progress"]
+    argv += ["--fusion", "fragment", "--profile", "off"]
+    assert main([*argv, "--out", str(tmp_path), "--run-name", "r"]) == 1
+    err = one_line_error(capsys)
+    assert "non-finite value: invalid value (nan) encountered in log" in err
+    assert "fragment 'learner'" in err and "test_process_faults.py:" in err
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["status"] == "non-finite"
