@@ -18,9 +18,7 @@ run time, and a later call can never silently recompile.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +30,7 @@ import numpy as np
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.policies.compiling import Compiler, compile_timed
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, Timings
 
 FUSION_MODES = ("eager", "step", "fragment", "iteration", "scan")
@@ -49,46 +48,6 @@ PROGRAMS = {
 Extra = dict[str, tuple[Callable, Callable[[LoopState], tuple]]]
 
 
-class _Compiler:
-    """Lowered programs compiling on worker threads, in the order given: one thread per two
-    usable cores (XLA:CPU already spreads one compile over about two), at least one.
-
-    :meth:`result` waits for a program and charges its own compile seconds (plus the lowering
-    measured before) to ``compile:<name>``, as part of the ``compile`` scope's programs."""
-
-    def __init__(self, lowered: dict[str, tuple[Any, float]], timings: Timings):
-        self.timings = timings
-        self.lowering = {name: seconds for name, (_, seconds) in lowered.items()}
-        self.futures: dict[str, concurrent.futures.Future] = {}
-        if not lowered:
-            return
-        workers = max(1, min(len(lowered), _usable_cores() // 2))
-        pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="compile")
-        for name, (program, _) in lowered.items():
-            self.futures[name] = pool.submit(_compile_timed, program)
-        pool.shutdown(wait=False)  # its threads end when the queue is done
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.futures
-
-    def result(self, name: str) -> Any:
-        compiled, seconds = self.futures.pop(name).result()
-        self.timings.record(f"compile:{name}", self.lowering[name] + seconds, within="compile")
-        return compiled
-
-
-def _compile_timed(lowered: Any) -> tuple[Any, float]:
-    start = time.perf_counter()
-    compiled = lowered.compile()
-    return compiled, time.perf_counter() - start
-
-
-def _usable_cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 class Plan:
     """Compiled programs for one fusion mode, and how to advance the loop ``n`` iterations."""
 
@@ -99,7 +58,7 @@ class Plan:
         self.timings = timings or Timings()
         self._programs: dict[str, Callable] = {}
         self._functions: dict[str, Callable] = {}  # what each program compiles
-        self._compiling = _Compiler({}, self.timings)  # programs still compiling (start)
+        self._compiling = Compiler({}, self.timings)  # programs still compiling (start)
 
     def init(self, key: jax.Array) -> LoopState:
         """The initial loop state (itself a compiled program, except in eager mode)."""
@@ -114,7 +73,7 @@ class Plan:
 
     def _compile_each(self, signatures: dict[str, tuple[Callable, tuple]]) -> None:
         for name, (lowered, lowering) in self._lower(signatures).items():
-            compiled, seconds = _compile_timed(lowered)
+            compiled, seconds = compile_timed(lowered)
             self._programs[name] = compiled
             self.timings.record(f"compile:{name}", lowering + seconds)
 
@@ -152,7 +111,7 @@ class Plan:
             traced = jax.jit(self.loop.init).trace(key)
             lowered = {"init": (traced.lower(), time.perf_counter() - start)}
             lowered.update(self._lower(self._all_signatures(traced.out_info, extra)))
-            self._compiling = _Compiler(lowered, self.timings)
+            self._compiling = Compiler(lowered, self.timings)
             for name in lowered:
                 if name not in extra:
                     self._programs[name] = self._compiling.result(name)
