@@ -136,10 +136,9 @@ class RunFolder:
         if not file.is_file():
             return []
         text = file.read_text(encoding="utf-8", errors="replace")
-        lines = text.split("\n")
-        # A last line without its newline is a row cut short (the writer died while writing
-        # it): it was logged after the last checkpoint, so a resume drops it and logs it again.
-        complete, partial = lines[:-1], lines[-1]
+        # The piece after the last newline is empty, or a row cut short (the writer died while
+        # writing it): logged after the last checkpoint, so a resume drops it and logs it again.
+        complete = text.split("\n")[:-1]
         rows = []
         for number, line in enumerate(complete, 1):
             if not line.strip():
@@ -151,7 +150,6 @@ class RunFolder:
             if not _is_row(row):
                 raise ConfigError(f"{str(file)!r} line {number} is not a metrics row")
             rows.append(row)
-        del partial
         return rows
 
     def truncate_metrics(self, iteration: int) -> list[dict[str, Any]]:
