@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import optax
@@ -133,6 +134,10 @@ class AlgorithmSpec(NamedTuple):
       check: ``AlgorithmContext -> None``; raises :class:`ConfigError` for a bad combination
         (for example a batch that does not divide into minibatches) before anything compiles.
       summary: one line for ``jaxrl-fdg list``.
+      defaults: the run settings this algorithm suits, by :class:`~jaxrl_fdg.config.TrainConfig`
+        field (``env``, ``total_steps``, ``num_envs``, ``rollout_len``, ``log_every``): a run
+        that leaves one of them unset takes the value here, and the run's ``config.toml``
+        records what was resolved.
     """
 
     name: str
@@ -140,6 +145,7 @@ class AlgorithmSpec(NamedTuple):
     build: Callable[[AlgorithmContext], Algorithm]
     check: Callable[[AlgorithmContext], None]
     summary: str
+    defaults: Mapping[str, Any] = MappingProxyType({})
 
 
 # Built-in algorithms are imported on first use, so importing the core stays light.
