@@ -103,4 +103,6 @@ SPEC = AlgorithmSpec(
     build=build,
     check=check,
     summary="Advantage Actor-Critic, discrete or continuous actions (Mnih et al. 2016)",
+    # rl-baselines3-zoo's a2c.yml CartPole-v1: 8 envs × 5 steps, 500,000 steps.
+    defaults=dict(env="CartPole-v1", total_steps=500_000, num_envs=8, rollout_len=5),
 )

@@ -31,6 +31,11 @@ from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
 
+# The run SAC, TD3 and DDPG default to (``AlgorithmSpec.defaults``): Pendulum-v1, which each
+# solves in about 20,000 steps (CleanRL's and the TD3 authors' settings), with margin; 4 envs ×
+# 8 steps per iteration, the replay's update-to-data ratio of 1 making 32 updates each.
+PENDULUM_RUN = dict(env="Pendulum-v1", total_steps=30_000, num_envs=4, rollout_len=8)
+
 
 @dataclasses.dataclass(frozen=True)
 class ContinuousConfig(offpolicy.OffPolicyConfig):

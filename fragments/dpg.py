@@ -211,6 +211,7 @@ TD3_SPEC = AlgorithmSpec(
     build=make_build("td3"),
     check=make_check("td3"),
     summary="Twin Delayed DDPG: clipped double Q, delayed policy, target smoothing (Fujimoto 2018)",
+    defaults=continuous.PENDULUM_RUN,
 )
 DDPG_SPEC = AlgorithmSpec(
     name="ddpg",
@@ -218,4 +219,5 @@ DDPG_SPEC = AlgorithmSpec(
     build=make_build("ddpg"),
     check=make_check("ddpg"),
     summary="Deep Deterministic Policy Gradient, Gaussian exploration (Lillicrap et al. 2016)",
+    defaults=continuous.PENDULUM_RUN,
 )

@@ -196,4 +196,5 @@ SPEC = AlgorithmSpec(
     build=build,
     check=check,
     summary="Soft Actor-Critic with automatic entropy tuning (Haarnoja et al. 2018)",
+    defaults=continuous.PENDULUM_RUN,
 )

@@ -101,9 +101,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_profile(sub.add_parser("profile", help="where the time goes, under several fusion modes"))
     graph = sub.add_parser("graph", help="print an algorithm's dataflow graph and its order")
     graph.add_argument("algo", help="algorithm name")
-    graph.add_argument("--env", default=cfg.TrainConfig.env)
-    graph.add_argument("--num-envs", type=int, default=cfg.TrainConfig.num_envs)
-    graph.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
+    graph.add_argument("--env", help="environment (default: the algorithm's)")
+    graph.add_argument("--num-envs", type=int, help="environments (default: the algorithm's)")
+    graph.add_argument("--rollout-len", type=int, help="rollout length (default: the algorithm's)")
     _add_plot(
         sub.add_parser(
             "plot",
@@ -129,12 +129,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_profile(prof: argparse.ArgumentParser) -> None:
     prof.add_argument("--algo", default=cfg.TrainConfig.algo)
-    prof.add_argument("--env", default=cfg.TrainConfig.env)
+    prof.add_argument("--env", help="environment (default: the algorithm's)")
     prof.add_argument("--fusion", default="step,fragment,scan", help="comma-separated modes")
     prof.add_argument("--profile", default="trace", help="timing mode: host | sync | trace")
     prof.add_argument("--total-steps", type=int, default=51_200)
-    prof.add_argument("--num-envs", type=int, default=cfg.TrainConfig.num_envs)
-    prof.add_argument("--rollout-len", type=int, default=cfg.TrainConfig.rollout_len)
+    prof.add_argument("--num-envs", type=int, help="environments (default: the algorithm's)")
+    prof.add_argument("--rollout-len", type=int, help="rollout length (default: the algorithm's)")
     prof.add_argument("--seed", type=int, default=0)
     prof.add_argument("--out", default="runs", help="parent folder of the run folders")
 
@@ -163,7 +163,7 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
         prog="jaxrl-fdg train", description="Train an agent.", allow_abbrev=False
     )
     parser.add_argument("--config", metavar="FILE", help="a run config: .toml, .yaml/.yml or .json")
-    _add_run_flags(parser.add_argument_group("run"))
+    _add_run_flags(parser.add_argument_group("run"), spec)
     group = parser.add_argument_group(f"{spec.name} hyperparameters")
     for field in dataclasses.fields(spec.hparams):
         group.add_argument(
@@ -178,21 +178,25 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_run_flags(run: argparse._ArgumentGroup) -> None:
+def _add_run_flags(run: argparse._ArgumentGroup, spec: algorithms.AlgorithmSpec) -> None:
     hints = typing.get_type_hints(cfg.TrainConfig)
     for name, help_text in _RUN_FLAGS.items():
         kind = (
             str
             if name in ("out", "run_name", "profile", "placement", "dp_backend", "coordinator")
-            else hints[name]
+            else cfg.unoptional(hints[name])
         )
+        if name in cfg.RUN_DEFAULTS:
+            default = f"{spec.defaults.get(name, cfg.RUN_DEFAULTS[name])}, {spec.name}'s"
+        else:
+            default = getattr(cfg.TrainConfig, name)
         run.add_argument(
             _flag(name),
             dest=name,
             type=kind,
             default=None,
             metavar=name.upper(),
-            help=f"{help_text} (default: {getattr(cfg.TrainConfig, name)})",
+            help=f"{help_text} (default: {default})",
         )
     run.add_argument(
         "--no-progress",
@@ -266,9 +270,15 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
-    print("algorithms:")
+    print("algorithms (default run: env, env steps, envs × rollout):")
     for name in algorithms.registered():
-        print(f"  {name:<12} {algorithms.get(name).summary}")
+        spec = algorithms.get(name)
+        run = cfg.TrainConfig(algo=name).with_defaults(spec.defaults)
+        print(f"  {name:<12} {spec.summary}")
+        print(
+            f"  {'':<12} default run: {run.env}, {run.total_steps:,} steps, "
+            f"{run.num_envs} × {run.rollout_len}"
+        )
     print("environments:")
     for name in envs.registered():
         print(f"  {name}")

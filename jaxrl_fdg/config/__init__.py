@@ -6,13 +6,14 @@ check what is theirs and never imports their internals.
 
 from jaxrl_fdg.config.files import dump_toml, from_mapping, load, to_mapping
 from jaxrl_fdg.config.resolve import Resolved, check_values, make_env, resolve
-from jaxrl_fdg.config.schema import AUTO_BOUNDARIES, NOT_COMPUTED, TrainConfig
+from jaxrl_fdg.config.schema import AUTO_BOUNDARIES, NOT_COMPUTED, RUN_DEFAULTS, TrainConfig
 from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
-from jaxrl_fdg.config.values import coerce, make_hparams
+from jaxrl_fdg.config.values import coerce, make_hparams, unoptional
 
 __all__ = [
     "AUTO_BOUNDARIES",
     "NOT_COMPUTED",
+    "RUN_DEFAULTS",
     "Lane",
     "Resolved",
     "TrainConfig",
@@ -27,4 +28,5 @@ __all__ = [
     "resolve",
     "split_sweep",
     "to_mapping",
+    "unoptional",
 ]

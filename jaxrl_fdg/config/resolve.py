@@ -46,7 +46,11 @@ class Resolved(NamedTuple):
 
 
 def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
-    """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms)."""
+    """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms).
+    ``Resolved.config`` has every run setting the config left unset filled in from the
+    algorithm's defaults."""
+    spec = spec if spec is not None else algorithms.get(config.algo)
+    config = config.with_defaults(spec.defaults)
     spec, hparams = check_values(config, spec)
     env, env_params = make_env(config.env)
     if config.steps_per_iteration > validate.INT32_MAX:
@@ -85,8 +89,10 @@ def check_values(
 ) -> tuple[AlgorithmSpec, Any]:
     """Check each value on its own (names, ranges, the algorithm's hyperparameters); return the
     algorithm's spec and hyperparameters. Checks that combine values, or that need the
-    environment built, are :func:`resolve`'s."""
+    environment built, are :func:`resolve`'s. Unset run settings are checked as the algorithm's
+    defaults fill them in."""
     spec = spec if spec is not None else algorithms.get(config.algo)
+    config = config.with_defaults(spec.defaults)
     try:
         envs.check_name(config.env)
     except ValueError as e:  # an unknown name or prefix, a missing optional package

@@ -8,11 +8,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from jaxrl_fdg.config import loggers
 
 AUTO_BOUNDARIES = 25
+
+# Run settings an algorithm may choose for itself (``AlgorithmSpec.defaults``); a config leaves
+# them ``None`` to take the algorithm's value, and these where the algorithm names none.
+RUN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "env": "CartPole-v1",
+        "total_steps": 500_000,
+        "num_envs": 4,
+        "rollout_len": 128,
+        "log_every": 0,
+    }
+)
 
 # Settings that change how a run is watched, stored or checked, never what it computes: a run
 # resumes, and replicates group, regardless of them.
@@ -45,6 +58,11 @@ class TrainConfig:
     Attributes:
       algo: registered algorithm name (``jaxrl-fdg list``).
       env: registered environment name.
+
+      ``env``, ``total_steps``, ``num_envs``, ``rollout_len`` and ``log_every`` left ``None``
+      take the algorithm's own defaults (``AlgorithmSpec.defaults``, shown by ``jaxrl-fdg
+      list``), else :data:`RUN_DEFAULTS`; :meth:`with_defaults` fills them in, and
+      :func:`~jaxrl_fdg.config.resolve` does so before anything else.
       fusion: one of ``eager | step | fragment | iteration | scan``.
       total_steps: environment-step budget; the run does ``total_steps // (num_envs × rollout_len)``
         whole iterations.
@@ -100,15 +118,15 @@ class TrainConfig:
     """
 
     algo: str = "ppo"
-    env: str = "CartPole-v1"
+    env: str | None = None
     fusion: str = "scan"
-    total_steps: int = 500_000
-    num_envs: int = 4
-    rollout_len: int = 128
+    total_steps: int | None = None
+    num_envs: int | None = None
+    rollout_len: int | None = None
     seed: int = 0
     out: str | None = "runs"
     run_name: str | None = None
-    log_every: int = 0
+    log_every: int | None = None
     progress: bool = True
     profile: str = "host"
     compile_cache: bool = True
@@ -128,13 +146,38 @@ class TrainConfig:
     logger: str = "tensorboard"
     hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    def with_defaults(self, defaults: Mapping[str, Any] = RUN_DEFAULTS) -> TrainConfig:
+        """This config with every unset run setting taken from ``defaults`` (an algorithm's),
+        then from :data:`RUN_DEFAULTS`."""
+        unknown = sorted(set(defaults) - set(RUN_DEFAULTS))
+        if unknown:
+            raise ValueError(
+                f"algorithm defaults name {', '.join(unknown)}, which an algorithm cannot "
+                f"choose (valid: {', '.join(RUN_DEFAULTS)})"
+            )
+        changes = {
+            name: defaults.get(name, fallback)
+            for name, fallback in RUN_DEFAULTS.items()
+            if getattr(self, name) is None
+        }
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def _setting(self, name: str) -> Any:
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(
+                f"{name} is unset: it takes the algorithm's default when the config is "
+                "resolved (use resolve(config).config, or config.with_defaults(...))"
+            )
+        return value
+
     @property
     def steps_per_iteration(self) -> int:
-        return self.num_envs * self.rollout_len
+        return self._setting("num_envs") * self._setting("rollout_len")
 
     @property
     def num_iterations(self) -> int:
-        return self.total_steps // self.steps_per_iteration
+        return self._setting("total_steps") // self.steps_per_iteration
 
     @property
     def loggers(self) -> tuple[str, ...]:
@@ -143,7 +186,7 @@ class TrainConfig:
 
     @property
     def boundary_every(self) -> int:
-        if self.log_every:
+        if self._setting("log_every"):
             return min(self.log_every, self.num_iterations)
         return max(1, -(-self.num_iterations // AUTO_BOUNDARIES))
 

@@ -25,8 +25,18 @@ def make_hparams(spec: AlgorithmSpec, overrides: Mapping[str, Any]) -> Any:
     return spec.hparams(**values)
 
 
+def unoptional(annotation: Any) -> Any:
+    """``int`` for ``int | None``; any other annotation as it is."""
+    args = typing.get_args(annotation)
+    if type(None) in args and len(args) == 2:
+        return next(a for a in args if a is not type(None))
+    return annotation
+
+
 def coerce(name: str, value: Any, annotation: Any) -> Any:
-    """Convert ``value`` (from a file or the command line) to the field's type, or explain."""
+    """Convert ``value`` (from a file or the command line) to the field's type, or explain.
+    A field that may be ``None`` (unset) takes a value of its other type."""
+    annotation = unoptional(annotation)
     origin = typing.get_origin(annotation)
     try:
         if annotation is bool:

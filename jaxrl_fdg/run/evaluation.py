@@ -126,7 +126,7 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec) -> dict[str, Any]:
     result = {
         "run": str(folder.path),
         "iteration": done,
-        "env_steps": done * config.steps_per_iteration,
+        "env_steps": done * resolved.config.steps_per_iteration,
         "episodes": config.eval_episodes,
         **{k: float(np.mean(v)) for k, v in values.items()},  # the mean over seeds, if several
     }

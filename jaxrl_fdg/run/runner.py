@@ -73,11 +73,12 @@ def make_train(
     Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. With
     ``key = initial_key(config)`` it computes what :func:`train` computes.
     """
-    loop = build_loop(resolve(config, spec))
+    resolved = resolve(config, spec)
+    loop, iterations = build_loop(resolved), resolved.config.num_iterations
 
     def train_fn(key: jax.Array):
         state = loop.init(key)
-        return jax.lax.scan(loop.iteration, state, length=config.num_iterations)
+        return jax.lax.scan(loop.iteration, state, length=iterations)
 
     return train_fn
 

@@ -50,8 +50,43 @@ def test_iterations_round_down_to_whole_iterations():
 
 
 def test_boundaries_auto_and_explicit():
-    assert rl.TrainConfig().boundary_every == 40  # 976 iterations / 25 boundaries, rounded up
-    assert rl.TrainConfig(log_every=7).boundary_every == 7
+    ppo = cfg.resolve(rl.TrainConfig()).config
+    assert ppo.boundary_every == 40  # 976 iterations / 25 boundaries, rounded up
+    assert ppo.replace(log_every=7).boundary_every == 7
+
+
+def test_unset_run_settings_take_the_algorithms_defaults():
+    # SAC's default run is Pendulum-v1, 30,000 steps of 4 envs × 8 (fragments/continuous.py).
+    sac = cfg.resolve(rl.TrainConfig(algo="sac", out=None)).config
+    assert (sac.env, sac.total_steps, sac.num_envs, sac.rollout_len) == (
+        "Pendulum-v1",
+        30_000,
+        4,
+        8,
+    )
+    assert sac.log_every == 0  # SAC names none: the framework's default
+    # A value given wins over the algorithm's; the rest still come from it.
+    given = cfg.resolve(rl.TrainConfig(algo="sac", num_envs=2, out=None)).config
+    assert (given.num_envs, given.rollout_len, given.env) == (2, 8, "Pendulum-v1")
+    # An unresolved config says what is missing instead of computing with None.
+    with pytest.raises(ValueError, match="total_steps is unset"):
+        rl.TrainConfig(algo="sac").num_iterations
+
+
+def test_the_run_folder_records_the_resolved_run_settings(tmp_path):
+    mapping = cfg.to_mapping(cfg.resolve(rl.TrainConfig(algo="td3", out=str(tmp_path))))
+    assert {k: mapping[k] for k in ("env", "total_steps", "num_envs", "rollout_len")} == {
+        "env": "Pendulum-v1",
+        "total_steps": 30_000,
+        "num_envs": 4,
+        "rollout_len": 8,
+    }
+    assert mapping["log_every"] == 0
+
+
+def test_an_algorithm_cannot_default_a_setting_that_is_not_a_run_setting():
+    with pytest.raises(ValueError, match="seed"):
+        rl.TrainConfig().with_defaults({"seed": 3})
 
 
 def test_file_round_trip(tmp_path):

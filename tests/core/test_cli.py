@@ -52,7 +52,7 @@ def test_graph(capsys):
         (["train", "--algo", "dqnn"], "unknown algorithm 'dqnn'"),
         (
             ["train", "--env", "cartpole"],
-            "unknown environment 'cartpole'; did you mean 'CartPole-v1'?",
+            "unknown environment 'cartpole'; did you mean 'CartPole-v1'",
         ),
         (["train", "--num-envs", "0"], "num_envs must be a positive integer, got 0"),
         (["train", "--total-steps", "-5"], "total_steps must be a positive integer, got -5"),
