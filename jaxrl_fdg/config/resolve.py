@@ -66,7 +66,10 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     _, sweep = split_sweep(spec, config.hparams)
     runs = lanes(config, sweep)
     placement = policies.select(config, len(runs))
-    placement.check(config, env, spec)
+    if config.fusion == policies.AUTO_FUSION:  # checked in the most fused mode it runs
+        placement.check(config.replace(fusion=placement.fusion_modes[-1]), env, spec)
+    else:
+        placement.check(config, env, spec)
     if env.on_host:  # a host simulator knows its spaces itself
         spaces = env.observation_space, env.action_space
     else:
@@ -97,7 +100,7 @@ def check_values(
         envs.check_name(config.env)
     except ValueError as e:  # an unknown name or prefix, a missing optional package
         raise ConfigError(str(e)) from None
-    validate.choice("fusion mode", config.fusion, policies.FUSION_MODES)
+    validate.choice("fusion mode", config.fusion, (*policies.FUSION_MODES, policies.AUTO_FUSION))
     validate.choice("profile mode", config.profile, PROFILE_MODES)
     for name in ("num_envs", "rollout_len"):
         validate.positive_int(name, getattr(config, name))

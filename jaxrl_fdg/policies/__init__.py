@@ -11,7 +11,7 @@ from jaxrl_fdg.policies import actor_learner, data_parallel, host_env, single
 from jaxrl_fdg.policies.base import BasePlacement, Placement, get, register, registered
 from jaxrl_fdg.policies.data_parallel import BACKENDS as DP_BACKENDS
 from jaxrl_fdg.policies.distributed import check_processes
-from jaxrl_fdg.policies.fusion import FUSION_MODES, PROGRAMS, Plan, make_plan
+from jaxrl_fdg.policies.fusion import AUTO_FUSION, FUSION_MODES, PROGRAMS, Plan, make_plan
 from jaxrl_fdg.policies.replication import Replicated, SeedLoop, seed_keys
 
 
@@ -31,6 +31,7 @@ def select(config: Any, lanes: int) -> Placement:
 
 
 __all__ = [
+    "AUTO_FUSION",
     "DP_BACKENDS",
     "FUSION_MODES",
     "PROGRAMS",

@@ -34,6 +34,8 @@ from jaxrl_fdg.policies.compiling import Compiler, compile_timed
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, Timings
 
 FUSION_MODES = ("eager", "step", "fragment", "iteration", "scan")
+# Not a mode: measure the modes on the run and take the fastest (``jaxrl_fdg.run.autotune``).
+AUTO_FUSION = "auto"
 
 PROGRAMS = {
     "eager": "none: every op is dispatched from Python (jax.disable_jit)",

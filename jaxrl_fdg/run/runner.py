@@ -30,9 +30,9 @@ from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import distributed
+from jaxrl_fdg.policies import AUTO_FUSION, distributed
 from jaxrl_fdg.profiling import Timings
-from jaxrl_fdg.run import loggers
+from jaxrl_fdg.run import autotune, loggers
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
@@ -108,18 +108,31 @@ def train(
 
         compile_cache.enable()
     resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
+    chosen = None
+    if config.fusion == AUTO_FUSION:
+        if resume is not None:
+            raise ConfigError(
+                f"--fusion {AUTO_FUSION} chooses a mode when a run starts; a resumed run goes on "
+                "in the mode it chose, which its config.toml names"
+            )
+        quiet = not (print_summary or config.progress)
+        resolved, chosen = autotune.choose_fusion(resolved, out=None if quiet else sys.stderr)
     # JAX's NaN checks hook its jit dispatch; the plans then call programs through it.
     debug_nans = jax.config.jax_debug_nans
     jax.config.update("jax_debug_nans", config.debug_nans)
     try:
         with StartupInterrupt() as startup:
-            return _train(resolved, print_summary, resume, startup)
+            return _train(resolved, print_summary, resume, startup, chosen)
     finally:
         jax.config.update("jax_debug_nans", debug_nans)
 
 
 def _train(
-    resolved: Resolved, print_summary: bool, resume: str | Path | None, startup: StartupInterrupt
+    resolved: Resolved,
+    print_summary: bool,
+    resume: str | Path | None,
+    startup: StartupInterrupt,
+    chosen: dict[str, Any] | None = None,
 ) -> RunResult:
     config = resolved.config
     if not distributed.is_primary():  # process 0 alone shows progress and writes the run folder
@@ -132,13 +145,17 @@ def _train(
     )
     folder, lane_folders = _folders(resolved, resume)
     try:  # the folder stays locked until the run is over, however it ends
-        return _run(resolved, loop, plan, folder, lane_folders, print_summary, resume, startup)
+        return _run(
+            resolved, loop, plan, folder, lane_folders, print_summary, resume, startup, chosen
+        )
     finally:
         if folder is not None:
             folder.release()
 
 
-def _run(resolved, loop, plan, folder, lane_folders, print_summary, resume, startup) -> RunResult:
+def _run(
+    resolved, loop, plan, folder, lane_folders, print_summary, resume, startup, chosen
+) -> RunResult:
     config = resolved.config
     loggers.attach(config, folder, lane_folders)
     checkpointer = _checkpointer(resolved, folder, resume)
@@ -159,6 +176,8 @@ def _run(resolved, loop, plan, folder, lane_folders, print_summary, resume, star
         raise
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     session = Session(config, label, plan, folder, checkpointer, rows, evaluate, lane_folders)
+    if chosen is not None:  # how --fusion auto chose, in summary.json
+        session.summary_extra["fusion_auto"] = chosen
     try:
         with StopOnSignal(session):
             state = session.execute(state)

@@ -46,6 +46,7 @@ class Session:
         self.config, self.plan, self.folder = config, plan, folder
         self.checkpointer = checkpointer
         self.evaluate = evaluate
+        self.summary_extra: dict[str, Any] = {}  # more entries for summary.json
         self.seed_folders = seed_folders or []
         self.timings: Timings = plan.timings
         total = config.num_iterations * config.steps_per_iteration
@@ -191,6 +192,7 @@ class Session:
         summary = metric_rows.summary(
             self.config, self.status, self.rows, timing, self.elapsed_before
         )
+        summary.update(self.summary_extra)
         if self.folder is not None:
             # The summary is written last, so that its status covers the files before it.
             try:
