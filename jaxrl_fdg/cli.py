@@ -26,7 +26,8 @@ from jaxrl_fdg.run.checkpoint import NonFiniteError, describe_nan
 _RUN_FLAGS = {
     "algo": "registered algorithm (see `jaxrl-fdg list`)",
     "env": "registered environment",
-    "fusion": f"how fragments are compiled: {' | '.join(FUSION_MODES)}",
+    "fusion": f"how fragments are compiled: {' | '.join(FUSION_MODES)}, or auto (the fastest, "
+    "measured)",
     "total_steps": "environment-step budget",
     "num_envs": "environments stepped in parallel",
     "rollout_len": "steps per environment per iteration",
