@@ -82,8 +82,8 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     policy = ac.Policy(ctx)
     tx = optimizer(ctx)
 
-    def loss(params, batch: ac.Batch):
-        log_prob, entropy, value = policy.evaluate(params, batch.observation, batch.action)
+    def loss(params, batch: ac.Batch | ac.Sequences):
+        log_prob, entropy, value = policy.evaluate_batch(params, batch)
         policy_loss = -(log_prob * ac.advantages(hp, batch)).mean()
         value_loss = 0.5 * ((value - batch.target) ** 2).mean()
         return ac.total_loss(hp, policy_loss, value_loss, entropy.mean())

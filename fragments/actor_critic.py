@@ -12,11 +12,27 @@ clipped to the box, as OpenAI baselines and Stable-Baselines3 do. The learner's 
 are of the raw sample, the one the Gaussian actually drew; the clipped one has no density under
 it. The raw sample reaches the learner as ``trajectory.extras["raw_action"]``, while
 ``trajectory.action`` holds what the env received.
+
+Memory. With ``memory`` ``gru`` or ``lstm`` the network is recurrent
+(:class:`~jaxrl_fdg.fragments.networks.RecurrentActorCritic`) and the actor fragment's state is
+its memory of each environment ``[B, W]``, zeros at first. The env fragment publishes
+``episode_step``, the steps each episode has taken (``core.env_fragment.publish``); where it is
+0 the observation is an episode's first, and the actor resets that environment's memory to zeros
+before acting on it. It outputs the memory it acted from and those ``episode_start`` flags, so
+``trajectory.extras["memory"]`` ``[T, B, W]`` and ``["episode_start"]`` ``[T, B]`` are what the
+learner needs to re-run each sequence exactly: from the memory at the rollout's first step
+(index 0 of time), with the same resets. At the rollout's parameters it reproduces the actor's
+log-probabilities and values bit for bit (tests/fragments/test_recurrent.py). The learner's
+batch is then :class:`Sequences`, whole env sequences, which PPO splits by environment
+(``fragments.minibatch.sequence_minibatch_epochs``), never in time; the value of each
+``next_observation`` comes from the memory carried one step further (:meth:`Policy.
+next_values`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -36,10 +52,13 @@ from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.networks import (
     ACTIVATIONS,
+    MEMORIES,
     TORSOS,
     ActorCritic,
     ConvTorso,
     GaussianActorCritic,
+    RecurrentActorCritic,
+    memory_width,
 )
 
 Metrics = dict[str, jax.Array]
@@ -64,6 +83,8 @@ class ActorCriticConfig:
     activation: str = hparam("tanh", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
     torso: str = hparam("mlp", "mlp, or cnn: 3×3 convolutions first, for image observations")
     log_std_init: float = hparam(0.0, "initial log std of the Gaussian policy, for Box actions")
+    memory: str = hparam("none", "recurrent core after the torso: none, gru or lstm")
+    memory_size: int = hparam(128, "units of the recurrent core (memory gru or lstm)")
 
     def __post_init__(self) -> None:
         validate.in_range("lr", self.lr, 0.0, 1.0, low_open=True)
@@ -79,6 +100,8 @@ class ActorCriticConfig:
         validate.choice("torso", self.torso, TORSOS)
         if not isinstance(self.log_std_init, int | float) or not math.isfinite(self.log_std_init):
             raise ConfigError(f"log_std_init must be a finite number, got {self.log_std_init!r}")
+        validate.choice("memory", self.memory, MEMORIES)
+        validate.positive_int("memory_size", self.memory_size)
 
 
 def check(name: str, ctx: AlgorithmContext) -> None:
@@ -103,7 +126,8 @@ def check(name: str, ctx: AlgorithmContext) -> None:
 
 
 class Policy:
-    """The policy and value network of an actor-critic, for a Discrete or a Box action space."""
+    """The policy and value network of an actor-critic, for a Discrete or a Box action space,
+    feed-forward or (``memory`` gru or lstm) recurrent."""
 
     def __init__(self, ctx: AlgorithmContext):
         hp: ActorCriticConfig = ctx.hparams
@@ -125,14 +149,34 @@ class Policy:
             self.net = ActorCritic(space.n, **common)
             self.outputs = ("action", "log_prob", "value")
         self.obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
+        self.recurrent = hp.memory != "none"
+        if self.recurrent:
+            num_actions = dim if self.continuous else space.n
+            self.net = RecurrentActorCritic(
+                num_actions,
+                memory=hp.memory,
+                memory_size=hp.memory_size,
+                continuous=self.continuous,
+                log_std_init=hp.log_std_init,
+                **common,
+            )
+            self.memory_width = memory_width(hp.memory, hp.memory_size)
+            self.outputs = (*self.outputs, "memory", "episode_start")
 
     def init(self, key: jax.Array) -> Any:
+        if self.recurrent:
+            return self.net.init(key, self.initial_memory(1)[0], self.obs_example)
         return self.net.init(key, self.obs_example)
 
     def act(self, params: Any, observation: jax.Array, key: jax.Array) -> dict[str, jax.Array]:
         """Sample an action for each observation: the actor fragment's outputs."""
+        return self._sample(self.net.apply(params, observation), key)
+
+    def _sample(self, out: tuple[jax.Array, ...], key: jax.Array) -> dict[str, jax.Array]:
+        """The actor's outputs from the network's (``(mean, log_std, value)`` or ``(logits,
+        value)``)."""
         if self.continuous:
-            mean, log_std, value = self.net.apply(params, observation)
+            mean, log_std, value = out
             raw = dist.gaussian_sample(key, mean, log_std)
             return {
                 "action": jnp.clip(raw, self.low, self.high),
@@ -140,7 +184,7 @@ class Policy:
                 "log_prob": dist.gaussian_log_prob(mean, log_std, raw),
                 "value": value,
             }
-        logits, value = self.net.apply(params, observation)
+        logits, value = out
         action = dist.categorical_sample(key, logits)
         return {
             "action": action,
@@ -153,13 +197,89 @@ class Policy:
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(log π(a|s), H(π(·|s)), V(s))`` under ``params``; ``action`` as the learner stores it
         (:meth:`learned_action`)."""
+        return self._evaluate(self.net.apply(params, observation), action)
+
+    def _evaluate(self, out: tuple[jax.Array, ...], action: jax.Array):
         if self.continuous:
-            mean, log_std, value = self.net.apply(params, observation)
+            mean, log_std, value = out
             log_prob = dist.gaussian_log_prob(mean, log_std, action)
             return log_prob, dist.gaussian_entropy(log_std), value
-        logits, value = self.net.apply(params, observation)
+        logits, value = out
         log_prob = dist.categorical_log_prob(logits, action)
         return log_prob, dist.categorical_entropy(logits), value
+
+    def evaluate_batch(
+        self, params: Any, batch: Batch | Sequences
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """:meth:`evaluate` on a learner's (mini)batch: a flat :class:`Batch`, or whole
+        :class:`Sequences` re-run through the recurrent network (:meth:`unroll`); the results
+        have the batch's shape (``[N]``, or ``[b, T]``)."""
+        if isinstance(batch, Sequences):
+            out = self.unroll(params, batch.memory, batch.observation, batch.episode_start)
+            return self._evaluate(out, batch.action)
+        return self.evaluate(params, batch.observation, batch.action)
+
+    # -- memory ------------------------------------------------------------------------------
+
+    def initial_memory(self, n: int) -> jax.Array:
+        """The memory of ``n`` environments at an episode's start: zeros ``[n, W]``."""
+        return jnp.zeros((n, self.memory_width), jnp.float32)
+
+    def act_recurrent(
+        self,
+        params: Any,
+        memory: jax.Array,
+        observation: jax.Array,
+        episode_start: jax.Array,
+        key: jax.Array,
+    ) -> tuple[jax.Array, dict[str, jax.Array]]:
+        """One step of the recurrent policy: ``(memory after the step, the actor's outputs)``.
+
+        ``memory`` ``[B, W]`` is reset where ``episode_start`` ``[B]`` holds, then the network
+        steps; the outputs add ``memory`` (the one acted from, after the reset) and
+        ``episode_start`` to :meth:`act`'s."""
+        memory = _reset(memory, episode_start)
+        memory_next, out = self.net.apply(params, memory, observation)
+        outputs = {**self._sample(out, key), "memory": memory, "episode_start": episode_start}
+        return memory_next, outputs
+
+    def unroll(
+        self, params: Any, memory: jax.Array, observation: jax.Array, episode_start: jax.Array
+    ) -> tuple[jax.Array, ...]:
+        """The network's outputs over whole sequences, as the actor computed them step by step.
+
+        ``memory`` ``[b, W]`` is each sequence's memory before its first step; ``observation``
+        ``[b, T, ...]`` and ``episode_start`` ``[b, T]`` are env-major (as :class:`Sequences`
+        stores them). Each step resets the memory where an episode starts, then steps the cell,
+        exactly as :meth:`act_recurrent`; outputs ``[b, T, ...]``."""
+
+        def step(m, inputs):
+            obs, start = inputs
+            return self.net.apply(params, _reset(m, start), obs)
+
+        time_major = (jnp.swapaxes(observation, 0, 1), jnp.swapaxes(episode_start, 0, 1))
+        _, out = jax.lax.scan(step, memory, time_major)
+        return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)
+
+    def next_values(self, params: Any, trajectory: Transition) -> jax.Array:
+        """``V(s'_t)`` ``[T, B]`` for a recurrent policy, from the memory carried one step further.
+
+        Step ``t`` re-runs the network from the rollout's first memory with the actor's resets,
+        and takes the value of ``next_observation`` from the memory *after* step ``t`` and
+        *before* any reset: where the episode ended, ``s'_t`` is its final observation and
+        belongs to the ended episode, whose memory is the one that has seen it through; where it
+        goes on, ``s'_t`` is the next step's observation, met with the memory the actor meets it
+        with."""
+        value = functools.partial(self.net.apply, params, method=RecurrentActorCritic.value)
+
+        def step(m, inputs):
+            obs, next_obs, start = inputs
+            m, _ = self.net.apply(params, _reset(m, start), obs)
+            return m, value(m, next_obs)[1]
+
+        extras = trajectory.extras
+        inputs = (trajectory.observation, trajectory.next_observation, extras["episode_start"])
+        return jax.lax.scan(step, extras["memory"][0], inputs)[1]
 
     def value(self, params: Any, observation: jax.Array) -> jax.Array:
         return self.net.apply(params, observation, method=ActorCritic.value)
@@ -167,11 +287,20 @@ class Policy:
     def mode(self, params: Any, observation: jax.Array) -> jax.Array:
         """The deterministic policy (for evaluation): the most probable action, or the Gaussian's
         mean clipped to the box."""
+        return self._mode(self.net.apply(params, observation))
+
+    def recurrent_mode(
+        self, params: Any, observation: jax.Array, memory: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """:meth:`mode` with memory: ``(actions, memory after the step)``; the caller resets
+        ``memory`` to :meth:`initial_memory` where episodes start (``Algorithm.policy_memory``)."""
+        memory, out = self.net.apply(params, memory, observation)
+        return self._mode(out), memory
+
+    def _mode(self, out: tuple[jax.Array, ...]) -> jax.Array:
         if self.continuous:
-            mean, _, _ = self.net.apply(params, observation)
-            return jnp.clip(mean, self.low, self.high)
-        logits, _ = self.net.apply(params, observation)
-        return dist.categorical_mode(logits)
+            return jnp.clip(out[0], self.low, self.high)
+        return dist.categorical_mode(out[0])
 
     def learned_action(self, trajectory: Transition) -> jax.Array:
         """The action whose log-probability the learner evaluates: the raw Gaussian sample for a
@@ -179,15 +308,61 @@ class Policy:
         return trajectory.extras["raw_action"] if self.continuous else trajectory.action
 
 
-def actor(policy: Policy) -> Fragment:
-    """The actor fragment: ``(observation, params) -> action, [raw_action,] log_prob, value``."""
+def actor(policy: Policy, num_envs: int) -> Fragment:
+    """The actor fragment: ``(observation, params) -> action, [raw_action,] log_prob, value``.
 
-    def act(state, inputs, key):
-        return state, policy.act(inputs["params"], inputs["observation"], key)
+    A recurrent policy's actor also reads the env's ``episode_step`` and keeps
+    :class:`ActorMemory` of its ``num_envs`` environments as its state; where ``episode_step``
+    is 0 an episode starts (:meth:`Policy.act_recurrent`). It also writes the memory it acted
+    from and ``episode_start`` (bool ``[B]``), which the trajectory records beside the actions
+    they belong to."""
+    if not policy.recurrent:
+
+        def act(state, inputs, key):
+            return state, policy.act(inputs["params"], inputs["observation"], key)
+
+        return fragment(
+            "actor", Role.ACTOR, act, inputs=("observation", "params"), outputs=policy.outputs
+        )
+
+    def init(key: jax.Array) -> ActorMemory:
+        del key
+        return ActorMemory(policy.initial_memory(num_envs))
+
+    def act_recurrent(state: ActorMemory, inputs, key):
+        observation = inputs["observation"]
+        if observation.shape[0] != num_envs:
+            raise ConfigError(
+                f"a recurrent actor keeps the memory of its {num_envs} environments and must "
+                f"act for all of them at every step, but was called on {observation.shape[0]} "
+                "(placement host_env acts for each half of the batch in turn; use placement "
+                "single or data_parallel with memory gru or lstm)"
+            )
+        memory, outputs = policy.act_recurrent(
+            inputs["params"], state.memory, observation, inputs["episode_step"] == 0, key
+        )
+        return ActorMemory(memory), outputs
 
     return fragment(
-        "actor", Role.ACTOR, act, inputs=("observation", "params"), outputs=policy.outputs
+        "actor",
+        Role.ACTOR,
+        act_recurrent,
+        init=init,
+        inputs=("observation", "episode_step", "params"),
+        outputs=policy.outputs,
     )
+
+
+class ActorMemory(NamedTuple):
+    """A recurrent actor's state: the memory of each environment ``[B, W]`` after its last step
+    (reset to zeros at the next step where that environment's episode starts)."""
+
+    memory: jax.Array
+
+
+def _reset(memory: jax.Array, episode_start: jax.Array) -> jax.Array:
+    """``memory`` ``[B, W]`` with zeros (the initial memory) where ``episode_start`` ``[B]``."""
+    return jnp.where(episode_start[..., None], 0.0, memory)
 
 
 class LearnerState(NamedTuple):
@@ -234,7 +409,52 @@ def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCri
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
 
 
-def advantages(hp: ActorCriticConfig, batch: Batch) -> jax.Array:
+class Sequences(NamedTuple):
+    """A rollout as whole env sequences, env-major: ``[B, T, ...]`` for what varies in time,
+    with advantages and value targets, and each sequence's memory before its first step
+    ``memory`` ``[B, W]``: what a recurrent learner re-runs (:meth:`Policy.unroll`). Split it by
+    environment only (``fragments.minibatch.sequence_minibatch_epochs``)."""
+
+    observation: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    advantage: jax.Array
+    target: jax.Array
+    episode_start: jax.Array
+    memory: jax.Array
+
+
+def make_sequences(
+    policy: Policy, params: Any, trajectory: Transition, hp: ActorCriticConfig
+) -> Sequences:
+    """:func:`make_batch` for a recurrent policy: the same GAE(γ, λ), with ``V(s'_t)`` from
+    :meth:`Policy.next_values`, kept as whole sequences (:class:`Sequences`) rather than
+    flattened."""
+    extras = trajectory.extras
+    advantage, target = losses.generalized_advantage_estimation(
+        trajectory.reward,
+        extras["value"],
+        policy.next_values(params, trajectory),
+        trajectory.terminated,
+        trajectory.truncated,
+        hp.gamma,
+        hp.gae_lambda,
+    )
+    time_major = (
+        trajectory.observation,
+        policy.learned_action(trajectory),
+        extras["log_prob"],
+        extras["value"],
+        advantage,
+        target,
+        extras["episode_start"],
+    )
+    env_major = [jnp.swapaxes(x, 0, 1) for x in time_major]
+    return Sequences(*env_major, memory=extras["memory"][0])
+
+
+def advantages(hp: ActorCriticConfig, batch: Batch | Sequences) -> jax.Array:
     """The batch's advantages, standardised over the (mini)batch when ``normalize_advantages``."""
     return losses.normalize(batch.advantage) if hp.normalize_advantages else batch.advantage
 
@@ -292,17 +512,20 @@ def algorithm(
     ctx: AlgorithmContext,
     policy: Policy,
     tx: optax.GradientTransformation,
-    update: Callable[[LearnerState, Batch, jax.Array], tuple[LearnerState, Metrics]],
+    update: Callable[[LearnerState, Batch | Sequences, jax.Array], tuple[LearnerState, Metrics]],
 ) -> Algorithm:
     """The actor and the learner fragment; the learner turns each rollout into a :class:`Batch`
-    and hands it to ``update(state, batch, key)``, the algorithm's own part."""
+    (:class:`Sequences` for a recurrent policy) and hands it to ``update(state, batch, key)``,
+    the algorithm's own part."""
 
     def init(key):
         params = policy.init(key)
         return LearnerState(params, tx.init(params))
 
+    prepare = make_sequences if policy.recurrent else make_batch
+
     def learn(state: LearnerState, inputs, key):
-        batch = make_batch(policy, state.params, inputs["trajectory"], ctx.hparams)
+        batch = prepare(policy, state.params, inputs["trajectory"], ctx.hparams)
         state, metrics = update(state, batch, key)
         return state, {"metrics": metrics}
 
@@ -316,4 +539,12 @@ def algorithm(
         publish=lambda state: {"params": state.params},
         published=("params",),
     )
-    return Algorithm(name, actor(policy), learner, policy=policy.mode)
+    if policy.recurrent:
+        return Algorithm(
+            name,
+            actor(policy, ctx.num_envs),
+            learner,
+            policy=policy.recurrent_mode,
+            policy_memory=policy.initial_memory,
+        )
+    return Algorithm(name, actor(policy, ctx.num_envs), learner, policy=policy.mode)

@@ -1,4 +1,5 @@
-"""Epochs of shuffled minibatch updates over a flat batch: the inner loop of on-policy learners."""
+"""Epochs of shuffled minibatch updates: the inner loop of on-policy learners, over a flat batch
+(:func:`minibatch_epochs`) or over whole env sequences (:func:`sequence_minibatch_epochs`)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,32 @@ def minibatch_epochs(
     (state, sums), _ = jax.lax.scan(epoch, (state, sums), jax.random.split(key, epochs))
     means = sums / (epochs * num_minibatches)
     return state, {k: means[i] for i, k in enumerate(names)}
+
+
+def sequence_minibatch_epochs(
+    state: S,
+    sequences: Any,
+    key: jax.Array,
+    *,
+    epochs: int,
+    num_minibatches: int,
+    update: Callable[[S, Any], tuple[S, dict[str, jax.Array]]],
+) -> tuple[S, dict[str, jax.Array]]:
+    """:func:`minibatch_epochs` over whole sequences: the inner loop of a recurrent learner.
+
+    ``sequences`` is env-major: every leaf has the env axis ``B`` first (``[B, T, ...]`` for what
+    varies in time, ``[B, ...]`` for what a sequence starts from, such as its memory). Each pass
+    shuffles the environments and hands ``update`` minibatches of ``B / num_minibatches`` whole
+    sequences ``[B / num_minibatches, T, ...]``: time is never split, so a recurrent network
+    re-runs each sequence from its start with the memory it had there, and never sees one
+    environment's steps next to another's.
+    """
+    num_sequences = jax.tree.leaves(sequences)[0].shape[0]
+    if num_sequences % num_minibatches:
+        raise ValueError(
+            f"{num_sequences} sequences (one per environment) do not split into "
+            f"{num_minibatches} minibatches"
+        )
+    return minibatch_epochs(
+        state, sequences, key, epochs=epochs, num_minibatches=num_minibatches, update=update
+    )

@@ -275,3 +275,79 @@ class SquashedGaussianActor(nn.Module):
         mean, raw = jnp.split(mlp(_flat_observation(obs, self.obs_ndim)), 2, axis=-1)
         unit = 0.5 * (jnp.tanh(raw) + 1.0)
         return mean, self.log_std_min + (self.log_std_max - self.log_std_min) * unit
+
+
+MEMORIES = ("none", "gru", "lstm")
+
+
+def memory_width(memory: str, memory_size: int) -> int:
+    """Width of the recurrent state as one array: ``memory_size`` for a GRU, twice that for an
+    LSTM (its cell and hidden vectors side by side, ``[c, h]``)."""
+    return 2 * memory_size if memory == "lstm" else memory_size
+
+
+class RecurrentActorCritic(nn.Module):
+    """An actor-critic with memory: a torso, a recurrent cell, then the policy and value heads.
+
+    The torso is the hidden layers of ``hidden_sizes`` (after a :class:`ConvTorso` with
+    ``torso="cnn"``); the cell is flax's ``GRUCell`` (Cho et al. 2014) or ``OptimizedLSTMCell``
+    (Hochreiter & Schmidhuber 1997) of ``memory_size`` units; the heads are linear (orthogonal
+    gains 0.01 for the policy, 1.0 for the value, as :class:`ActorCritic`). Unlike
+    :class:`ActorCritic`, policy and value share torso and cell: one recurrent state carries
+    what both need, so the actor keeps, and the learner re-runs, a single one.
+
+    The recurrent state is one array ``[..., memory_width]`` (:func:`memory_width`; an LSTM's
+    ``(c, h)`` concatenated), zeros at the start of an episode. ``__call__`` is one step:
+    ``(memory [B, W], obs [B, *obs_shape]) -> (memory, (logits [B, A], value [B]))``, or with
+    ``continuous`` ``(mean, log_std, value)`` as :class:`GaussianActorCritic`. Resetting the
+    state at episode starts is the caller's business (``fragments.actor_critic``).
+    """
+
+    num_actions: int
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    obs_ndim: int = 1
+    torso: str = "mlp"
+    memory: str = "gru"
+    memory_size: int = 128
+    continuous: bool = False
+    log_std_init: float = 0.0
+
+    def setup(self) -> None:
+        sizes = tuple(self.hidden_sizes)
+        body = MLP(sizes[:-1], sizes[-1], self.activation, out_scale=np.sqrt(2.0))
+        cnn = self.torso == "cnn"
+        self.body = nn.Sequential([ConvTorso(activation=self.activation), body]) if cnn else body
+        # The project's orthogonal initializer: flax's default one hangs XLA:CPU under vmap.
+        cells = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
+        self.cell = cells[self.memory](self.memory_size, recurrent_kernel_init=orthogonal(1.0))
+        self.policy = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))
+        self.critic = nn.Dense(1, kernel_init=orthogonal(1.0))
+        if self.continuous:
+            self.log_std = self.param(
+                "log_std", nn.initializers.constant(self.log_std_init), (self.num_actions,)
+            )
+
+    def __call__(self, memory: jax.Array, obs: jax.Array):
+        memory, y = self._recur(memory, obs)
+        value = self.critic(y)[..., 0]
+        out = self.policy(y)
+        if self.continuous:
+            return memory, (out, jnp.broadcast_to(self.log_std, out.shape), value)
+        return memory, (out, value)
+
+    def value(self, memory: jax.Array, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``(memory after the step, V [B])``: the value head alone."""
+        memory, y = self._recur(memory, obs)
+        return memory, self.critic(y)[..., 0]
+
+    def _recur(self, memory: jax.Array, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        obs = obs.astype(jnp.float32)
+        if self.torso != "cnn":
+            obs = obs.reshape(*obs.shape[: obs.ndim - self.obs_ndim], -1)
+        x = ACTIVATIONS[self.activation](self.body(obs))
+        if self.memory == "lstm":
+            c, h = jnp.split(memory, 2, axis=-1)
+            (c, h), y = self.cell((c, h), x)
+            return jnp.concatenate([c, h], axis=-1), y
+        return self.cell(memory, x)

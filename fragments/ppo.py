@@ -29,7 +29,7 @@ from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import losses
-from jaxrl_fdg.fragments.minibatch import minibatch_epochs
+from jaxrl_fdg.fragments.minibatch import minibatch_epochs, sequence_minibatch_epochs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +60,14 @@ def check(ctx: AlgorithmContext) -> None:
         "num_envs × rollout_len",
         ctx.batch_size,
     )
+    hp: PPOConfig = ctx.hparams
+    if hp.memory != "none":  # minibatches of whole env sequences
+        validate.divides(
+            "num_minibatches",
+            hp.num_minibatches,
+            f"num_envs (memory {hp.memory!r} splits minibatches by environment)",
+            ctx.num_envs,
+        )
 
 
 def optimizer(ctx: AlgorithmContext) -> optax.GradientTransformation:
@@ -73,8 +81,8 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     policy = ac.Policy(ctx)
     tx = optimizer(ctx)
 
-    def loss(params, mb: ac.Batch):
-        log_prob, entropy, value = policy.evaluate(params, mb.observation, mb.action)
+    def loss(params, mb: ac.Batch | ac.Sequences):
+        log_prob, entropy, value = policy.evaluate_batch(params, mb)
         policy_loss, clip_frac = losses.clipped_surrogate_loss(
             log_prob, mb.log_prob, ac.advantages(hp, mb), hp.clip_eps
         )
@@ -89,9 +97,11 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         )
 
     step = ac.gradient_step(loss, tx)
+    # A recurrent policy's minibatches are whole env sequences (fragments.minibatch).
+    epochs = sequence_minibatch_epochs if policy.recurrent else minibatch_epochs
 
-    def update(state: ac.LearnerState, batch: ac.Batch, key: jax.Array):
-        return minibatch_epochs(
+    def update(state: ac.LearnerState, batch: ac.Batch | ac.Sequences, key: jax.Array):
+        return epochs(
             state,
             batch,
             key,

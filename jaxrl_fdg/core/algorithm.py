@@ -93,14 +93,19 @@ class Algorithm(NamedTuple):
 
     ``policy(params, observations) -> actions`` is the deterministic policy used for evaluation
     (the most probable action, or the mean of a Gaussian), on the learner's published ``params``.
+    A policy with memory (a recurrent one) also sets ``policy_memory(n)``, the memory of ``n``
+    environments at the start of an episode; its ``policy`` is then ``(params, observations,
+    memory) -> (actions, memory)``, and the caller carries the memory from step to step and
+    puts ``policy_memory``'s back wherever an episode starts.
     """
 
     name: str
     actor: Fragment
     learner: Fragment
     off_policy: OffPolicy | None = None
-    policy: Callable[[Any, Any], Any] | None = None
+    policy: Callable[..., Any] | None = None
     extra: tuple[Fragment, ...] = ()
+    policy_memory: Callable[[int], Any] | None = None
 
     @property
     def fragments(self) -> tuple[Fragment, ...]:

@@ -40,7 +40,8 @@ def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env"
     ``apply`` reads edge ``action`` ``[B, ...]`` and writes the transition's ``reward``,
     ``terminated``, ``truncated``, ``next_observation`` (the observation actually reached, before
     any reset) and, where the episode ended, its ``episode_return`` and ``episode_length``
-    (valid only where ``terminated | truncated``). It publishes ``observation``.
+    (valid only where ``terminated | truncated``). It publishes ``observation`` and
+    ``episode_step`` (:func:`publish`).
     """
 
     # The batch-level entry points draw randomness once per step for the whole batch rather
@@ -87,10 +88,30 @@ def batched_env_fragment(
         init=init_state,
         inputs=("action",),
         outputs=ENV_OUTPUTS,
-        publish=lambda state: {"observation": state.observation},
-        published=("observation",),
+        publish=publish,
+        published=PUBLISHED,
         placement=placement,
     )
+
+
+PUBLISHED = ("observation", "episode_step")
+
+
+def publish(state: EnvFragmentState) -> dict[str, jax.Array]:
+    """The edges an env fragment publishes: ``observation`` ``[B, *obs_shape]``, the one to act
+    on, and ``episode_step`` (int32 ``[B]``), the steps its episode has taken before it: 0
+    exactly at an episode's first observation (after a reset, and where the step before ended
+    one).
+
+    ``episode_step == 0`` is where a recurrent actor resets its memory
+    (``fragments.actor_critic``). The edge is the running ``episode_length`` of the state
+    itself, published as it is rather than as a derived flag: it adds nothing to the state
+    (checkpoints and host-side steps are unchanged, every simulator behind
+    :func:`batched_env_fragment` has it, JAX, brax and host alike), and computes nothing where
+    no fragment reads it, not even in the split fusion modes, which gather published edges
+    outside compiled programs.
+    """
+    return {"observation": state.observation, "episode_step": state.episode_length}
 
 
 def record_step(

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.envs.base import Environment
 
-Policy = Callable[[Any, jax.Array], jax.Array]  # (params, observations [B, ...]) -> actions [B]
+Policy = Callable[..., Any]  # (params, observations [B, ...]) -> actions [B], or see below
 
 EVAL_OUTPUTS = ("eval_return", "eval_return_std", "eval_length")
 
@@ -30,14 +30,43 @@ class _Episodes(NamedTuple):
     length: jax.Array
     done: jax.Array
     key: jax.Array
+    memory: Any = ()
 
 
 def evaluator(
-    env: Environment, env_params: Any, policy: Policy, episodes: int, name: str = "evaluator"
+    env: Environment,
+    env_params: Any,
+    policy: Policy,
+    episodes: int,
+    name: str = "evaluator",
+    memory: Callable[[int], Any] | None = None,
 ) -> Fragment:
     """A stateless fragment: ``apply(_, {"params"}, key)`` plays ``episodes`` episodes (one per
     environment, in parallel, until each ends or reaches ``env_params.max_steps``) and outputs
-    ``eval_return`` (mean), ``eval_return_std`` and ``eval_length`` (mean)."""
+    ``eval_return`` (mean), ``eval_return_std`` and ``eval_length`` (mean).
+
+    ``policy(params, observations) -> actions``; for a policy with memory
+    (:attr:`~jaxrl_fdg.core.algorithm.Algorithm.policy_memory` given as ``memory``),
+    ``policy(params, observations, memory) -> (actions, memory)``, which starts from
+    ``memory(episodes)`` and is reset to it wherever an environment's episode ended (the steps
+    after an episode's end count for nothing, but the policy acts on them as on a new episode).
+    """
+
+    def act(params: Any, c: _Episodes) -> tuple[jax.Array, Any]:
+        if memory is None:
+            return policy(params, c.observation), ()
+        return policy(params, c.observation, c.memory)
+
+    def carried(memory_after: Any, ended: jax.Array) -> Any:
+        if memory is None:
+            return ()
+        start = memory(episodes)
+        return jax.tree.map(
+            lambda m, m0: jnp.where(ended.reshape(-1, *[1] * (m.ndim - 1)), m0, m),
+            memory_after,
+            start,
+        )
+
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     max_steps = int(env_params.max_steps)
@@ -47,7 +76,13 @@ def evaluator(
         env_state, timestep = reset(jax.random.split(k_reset, episodes), env_params)
         zeros = jnp.zeros((episodes,), jnp.float32)
         start = _Episodes(
-            env_state, timestep.observation, zeros, zeros, jnp.zeros((episodes,), bool), key
+            env_state,
+            timestep.observation,
+            zeros,
+            zeros,
+            jnp.zeros((episodes,), bool),
+            key,
+            () if memory is None else memory(episodes),
         )
 
         def running(c: _Episodes) -> jax.Array:
@@ -55,16 +90,18 @@ def evaluator(
 
         def one_step(c: _Episodes) -> _Episodes:
             key, k_step = jax.random.split(c.key)
-            action = policy(params, c.observation)
+            action, memory_after = act(params, c)
             env_state, ts = step(jax.random.split(k_step, episodes), c.env, action, env_params)
             live = ~c.done
+            ended = ts.terminated | ts.truncated
             return _Episodes(
                 env_state,
                 ts.observation,
                 c.total + jnp.where(live, ts.reward, 0.0),
                 c.length + live,
-                c.done | ts.terminated | ts.truncated,
+                c.done | ended,
                 key,
+                carried(memory_after, ended),
             )
 
         end = jax.lax.while_loop(running, one_step, start)

@@ -52,6 +52,7 @@ class Loop:
         self.learner = algorithm.learner
         self.off_policy = algorithm.off_policy
         self.policy = algorithm.policy
+        self.policy_memory = algorithm.policy_memory
         self.rollout_len = rollout_len
         self.fragments = (env, *algorithm.fragments)
         self.graph = Graph.build(algorithm.name, self.fragments, rollout_len)

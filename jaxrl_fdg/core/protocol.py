@@ -96,6 +96,10 @@ class LoopWrapper:
         return self.base.policy
 
     @property
+    def policy_memory(self) -> Callable | None:
+        return self.base.policy_memory
+
+    @property
     def learner_side(self) -> tuple[str, ...]:
         return self.base.learner_side
 

@@ -41,7 +41,13 @@ def evaluation_function(
     ``params`` (its metrics stay on the device), with this placement's layout of the state."""
     config = resolved.config
     check_evaluation(resolved, loop)
-    frag = evaluator(resolved.env, resolved.env_params, loop.policy, config.eval_episodes)
+    frag = evaluator(
+        resolved.env,
+        resolved.env_params,
+        loop.policy,
+        config.eval_episodes,
+        memory=loop.policy_memory,
+    )
 
     def run(states: dict, key: jax.Array) -> dict[str, jax.Array]:
         params = published(loop.learner, states[loop.learner.name])["params"]
