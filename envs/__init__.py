@@ -8,6 +8,7 @@ from jaxrl_fdg.envs.base import Environment, EpisodeState, TimeStep
 from jaxrl_fdg.envs.classic.acrobot import Acrobot, AcrobotParams, AcrobotState
 from jaxrl_fdg.envs.classic.cartpole import CartPole, CartPoleParams, CartPoleState
 from jaxrl_fdg.envs.classic.catch import Catch, CatchParams, CatchState
+from jaxrl_fdg.envs.classic.cue_recall import CueRecall, CueRecallParams, CueRecallState
 from jaxrl_fdg.envs.classic.mountain_car import (
     MountainCar,
     MountainCarContinuous,
@@ -16,6 +17,7 @@ from jaxrl_fdg.envs.classic.mountain_car import (
     MountainCarState,
 )
 from jaxrl_fdg.envs.classic.pendulum import Pendulum, PendulumParams, PendulumState
+from jaxrl_fdg.envs.classic.stateless_cartpole import StatelessCartPole
 from jaxrl_fdg.envs.errors import MissingDependencyError, UnknownEnvironmentError
 from jaxrl_fdg.envs.prefixes import AdapterRow, adapters
 from jaxrl_fdg.envs.registry import (
@@ -42,6 +44,9 @@ register("MountainCar-v0", MountainCar)
 register("MountainCarContinuous-v0", MountainCarContinuous)
 register("Pendulum-v1", Pendulum)
 register("Catch-bsuite", Catch)
+# Partially observed: memory is needed to do well.
+register("StatelessCartPole-v1", StatelessCartPole)
+register("CueRecall-v0", CueRecall)
 
 __all__ = [
     "ClipAction",
@@ -63,6 +68,9 @@ __all__ = [
     "Catch",
     "CatchParams",
     "CatchState",
+    "CueRecall",
+    "CueRecallParams",
+    "CueRecallState",
     "Discrete",
     "Environment",
     "MissingDependencyError",
@@ -76,6 +84,7 @@ __all__ = [
     "PendulumParams",
     "PendulumState",
     "Space",
+    "StatelessCartPole",
     "TimeStep",
     "UnknownEnvironmentError",
     "adapters",

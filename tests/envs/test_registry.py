@@ -58,4 +58,6 @@ def test_every_environment_is_listed():
         "MountainCarContinuous-v0",
         "Pendulum-v1",
         "Catch-bsuite",
+        "StatelessCartPole-v1",
+        "CueRecall-v0",
     }
