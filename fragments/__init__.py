@@ -2,8 +2,9 @@
 
 Building blocks: ``networks``, ``distributions``, ``losses``, ``minibatch``, ``exploration``,
 ``replay``; shared families: ``actor_critic`` (PPO, A2C), ``offpolicy`` (DQN, SAC, TD3, DDPG),
-``continuous``. Each algorithm module holds its hyperparameter dataclass and its ``SPEC``
-(``jaxrl_fdg.core.algorithm`` registers them by name and imports them on first use).
+``continuous``; ``pqn`` is Q-learning on-policy, rollout by rollout. Each algorithm module holds
+its hyperparameter dataclass and its ``SPEC`` (``jaxrl_fdg.core.algorithm`` registers them by
+name and imports them on first use).
 """
 
 from jaxrl_fdg.fragments import (
@@ -19,6 +20,7 @@ from jaxrl_fdg.fragments import (
     networks,
     offpolicy,
     ppo,
+    pqn,
     replay,
     sac,
 )
@@ -36,6 +38,7 @@ __all__ = [
     "networks",
     "offpolicy",
     "ppo",
+    "pqn",
     "replay",
     "sac",
 ]

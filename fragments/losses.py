@@ -53,6 +53,52 @@ def generalized_advantage_estimation(
     return advantages, advantages + v_t
 
 
+def q_lambda_returns(
+    r_t: jax.Array,
+    q_next_t: jax.Array,
+    terminated_t: jax.Array,
+    truncated_t: jax.Array,
+    gamma: float,
+    lam: float,
+) -> jax.Array:
+    """Q(λ) targets over a window, bootstrapping from ``max_a Q`` at every step.
+
+    The λ-return of Peng's Q(λ) (Peng & Williams 1996), which, unlike Watkins's, never cuts the
+    return at an exploratory action; PQN computes it from its online network (Gallici et al.
+    2024, "Simplifying Deep Temporal Difference Learning", arXiv:2407.04811). With
+    ``q_next_t = max_a Q(s'_t, a)``, the value of the state actually reached after step ``t``
+    (the final state of an episode that ended at ``t``),
+
+        G_t = r_t + γ (1 − terminated_t) [(1 − λ) q_next_t + λ G_{t+1}]    the episode goes on
+        G_t = r_t + γ (1 − terminated_t) q_next_t                          it ended at t, or t = T−1
+
+    so a terminal state is worth zero, a truncated episode bootstraps from its final state, and
+    no return crosses into the next episode or past the window. λ = 0 gives one-step Q-learning
+    targets; λ = 1 the discounted rewards to the episode's or the window's end plus the bootstrap
+    there.
+
+    Args:
+      r_t, q_next_t: ``[T, B]`` floats.
+      terminated_t, truncated_t: ``[T, B]`` booleans.
+    Returns:
+      ``G`` ``[T, B]``, with no gradient through it.
+    """
+    not_terminal = 1.0 - terminated_t.astype(r_t.dtype)
+    continues = 1.0 - jnp.logical_or(terminated_t, truncated_t).astype(r_t.dtype)
+
+    def backward(g_next, xs):
+        r, q_next, not_term, cont = xs
+        # (1 − λ) q_next + λ G_{t+1} where the episode goes on, q_next where it ended.
+        mixed = q_next + lam * cont * (g_next - q_next)
+        g = r + gamma * not_term * mixed
+        return g, g
+
+    # Beyond the window G_T stands in as q_next_{T−1}: the last step is a one-step target.
+    xs = (r_t, q_next_t, not_terminal, continues)
+    _, returns = jax.lax.scan(backward, q_next_t[-1], xs, reverse=True)
+    return jax.lax.stop_gradient(returns)
+
+
 def normalize(x: jax.Array, eps: float = 1e-8) -> jax.Array:
     """``(x − mean) / (std + eps)`` over all elements."""
     return (x - x.mean()) / (x.std() + eps)

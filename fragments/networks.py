@@ -169,7 +169,9 @@ class QNetwork(nn.Module):
 
     An MLP torso, then one linear head, or with ``dueling`` a value and an advantage stream
     combined as ``Q = V + A − mean_a A`` (Wang et al. 2016, "Dueling Network Architectures for
-    Deep Reinforcement Learning", arXiv:1511.06581).
+    Deep Reinforcement Learning", arXiv:1511.06581). With ``layer_norm`` each hidden layer is
+    ``act(LayerNorm(Dense(x)))`` (Ba et al. 2016), which keeps TD learning stable without a
+    target network (Gallici et al. 2024, arXiv:2407.04811).
     """
 
     num_actions: int
@@ -177,6 +179,7 @@ class QNetwork(nn.Module):
     activation: str = "relu"
     dueling: bool = False
     obs_ndim: int = 1
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -184,7 +187,8 @@ class QNetwork(nn.Module):
         x = obs.reshape(*lead, -1).astype(jnp.float32)
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
-            x = act(nn.Dense(size)(x))
+            x = nn.Dense(size)(x)
+            x = act(nn.LayerNorm()(x) if self.layer_norm else x)
         if not self.dueling:
             return nn.Dense(self.num_actions)(x)
         value = nn.Dense(1)(x)
