@@ -12,12 +12,24 @@ from jaxrl_fdg.config import resolve
 from jaxrl_fdg.profiling import compile_count
 
 SMALL = rl.TrainConfig(total_steps=2 * 8 * 3, num_envs=2, rollout_len=8, out=None, progress=False)
-# One tiny configuration per registered algorithm. Every registered algorithm must appear here
+# One tiny configuration per registered algorithm, plus variants that run another program (their
+# `algo` names the algorithm). Every registered algorithm must appear here
 # (test_every_algorithm_is_swept), so none can skip the equivalence tests below. Off-policy ones
 # warm up for the first iteration and update in the next two, so both branches of the loop run.
 _OFF_POLICY = {"learning_starts": 16, "batch_size": 8, "buffer_size": 64, "utd_ratio": 0.125}
 TINY = {
     "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
+    # Recurrent PPO: the actor's memory in the rollout carry, minibatches of whole sequences.
+    "ppo_gru": dict(
+        algo="ppo",
+        hparams={
+            "num_minibatches": 2,
+            "update_epochs": 2,
+            "hidden_sizes": (16,),
+            "memory": "gru",
+            "memory_size": 8,
+        },
+    ),
     "a2c": dict(),
     "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": (16,), "n_step": 3}),
     "pqn": dict(hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)}),
@@ -39,7 +51,7 @@ class _Messages(logging.Handler):
 
 def _run(algo, mode):
     """Init, compile, one iteration, then two more; return state, metrics and what compiled late."""
-    loop = rl.build_loop(resolve(SMALL.replace(algo=algo, fusion=mode, **TINY[algo])))
+    loop = rl.build_loop(resolve(SMALL.replace(**{"algo": algo, "fusion": mode, **TINY[algo]})))
     plan = rl.make_plan(mode, loop, chunk=2)
     state = plan.init(jax.random.key(7))
     plan.compile(state)
@@ -61,14 +73,14 @@ def _run(algo, mode):
 
 
 def test_every_algorithm_is_swept():
-    assert set(rl.algorithm.registered()) == set(TINY)
+    assert set(rl.algorithm.registered()) == {c.get("algo", name) for name, c in TINY.items()}
 
 
 # Algorithms whose compiled modes agree bit for bit on CPU. In the others XLA rounds some float32
 # arithmetic differently depending on what else is in a program: inside a fused rollout,
 # Pendulum's observation θ̇ can differ by one ulp from the same step's state θ̇ (computed twice),
 # which SAC's programs expose in step mode. Results then agree to rounding, not exactly.
-BIT_EXACT = {"ppo", "a2c", "dqn", "pqn"}
+BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "pqn"}
 
 
 COMPILED = [m for m in rl.FUSION_MODES if m not in ("scan", "eager")]
