@@ -27,6 +27,9 @@ TINY = {
     "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
     "a2c": dict(),
     "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": (16,), "n_step": 3}),
+    "c51": dict(
+        hparams={**_OFF_POLICY, "hidden_sizes": (16,), "num_atoms": 11, "replay": "prioritized"}
+    ),
     "sac": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
     "td3": dict(env="Pendulum-v1", hparams={**_OFF_POLICY, "replay": "prioritized"}),
     "ddpg": dict(env="Pendulum-v1", hparams=_OFF_POLICY),

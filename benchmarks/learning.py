@@ -28,6 +28,11 @@ RUNS: dict[str, tuple[dict, dict, str]] = {
         {},
         "CleanRL dqn.py CartPole (the defaults)",
     ),
+    "c51": (
+        dict(algo="c51", env="CartPole-v1", total_steps=300_000, num_envs=4, rollout_len=4),
+        {},
+        "CleanRL c51.py CartPole with the paper's 51 atoms (the defaults)",
+    ),
     "ppo-pendulum": (
         dict(algo="ppo", env="Pendulum-v1", total_steps=204_800, num_envs=4, rollout_len=1024),
         {

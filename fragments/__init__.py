@@ -1,15 +1,16 @@
 """Algorithm building blocks and the built-in algorithms, as fragments.
 
 Building blocks: ``networks``, ``distributions``, ``losses``, ``minibatch``, ``exploration``,
-``replay``; shared families: ``actor_critic`` (PPO, A2C), ``offpolicy`` (DQN, SAC, TD3, DDPG),
-``continuous``; ``pqn`` is Q-learning on-policy, rollout by rollout. Each algorithm module holds
-its hyperparameter dataclass and its ``SPEC`` (``jaxrl_fdg.core.algorithm`` registers them by
-name and imports them on first use).
+``replay``; shared families: ``actor_critic`` (PPO, A2C), ``offpolicy`` (DQN, C51, SAC, TD3,
+DDPG), ``continuous``; ``pqn`` is Q-learning on-policy, rollout by rollout. Each algorithm module
+holds its hyperparameter dataclass and its ``SPEC`` (``jaxrl_fdg.core.algorithm`` registers them
+by name and imports them on first use).
 """
 
 from jaxrl_fdg.fragments import (
     a2c,
     actor_critic,
+    c51,
     continuous,
     distributions,
     dpg,
@@ -28,6 +29,7 @@ from jaxrl_fdg.fragments import (
 __all__ = [
     "a2c",
     "actor_critic",
+    "c51",
     "continuous",
     "distributions",
     "dpg",

@@ -10,11 +10,15 @@ with options from Rainbow's ablations (Hessel et al. 2018, arXiv:1710.02298): do
 (van Hasselt et al. 2016) bootstraps from ``Q_target(s', argmax_a Q(s', a))``; dueling heads (Wang
 et al. 2016); n-step returns; prioritized replay (Schaul et al. 2016) weights the loss by
 importance weights ``w`` and feeds ``|Q(s, a) − y|`` back as priorities.
+
+What the network outputs and what it learns from is a :class:`QHead`; the rest (actor, learner
+step, target network, replay) is :func:`build_q_learning`, which C51 (:mod:`.c51`) shares.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -81,10 +85,37 @@ class DQNState(NamedTuple):
     updates: jax.Array
 
 
+class QHead(NamedTuple):
+    """What a Q-learning variant plugs into the DQN machinery: how its network's output reads as
+    action values and what it learns from. Replay, n-step returns, ε-greedy, the warm-up, the
+    optimizer and the target network are the same for every head.
+
+    Attributes:
+      network: the flax module; ``network.init(key, observation)`` makes the parameters.
+      q_values: ``(params, observation [B, ...]) -> [B, A]``, what ε-greedy and the evaluation
+        policy take the argmax of.
+      target: ``(params, target_params, experience) -> target``, the bootstrapped target of a
+        batch of :class:`~jaxrl_fdg.fragments.offpolicy.Experience`, without gradient.
+      loss: ``(params, experience, target) -> (per_sample [B], td_error [B], metrics)``: the
+        loss per transition (the learner weights it by the replay's importance weights), what
+        prioritized replay takes ``|·|`` of as priority, and scalar metrics.
+    """
+
+    network: Any
+    q_values: Callable[[Any, jax.Array], jax.Array]
+    target: Callable[[Any, Any, Any], Any]
+    loss: Callable[[Any, Any, Any], tuple[jax.Array, jax.Array, dict[str, jax.Array]]]
+
+
 def check(ctx: AlgorithmContext) -> None:
+    check_discrete(ctx, "dqn")
+
+
+def check_discrete(ctx: AlgorithmContext, name: str) -> None:
+    """The checks of every Q-learning variant: discrete actions, then the off-policy ones."""
     if not isinstance(ctx.action_space, Discrete):
         raise ConfigError(
-            f"dqn needs a Discrete action space, got {type(ctx.action_space).__name__}"
+            f"{name} needs a Discrete action space, got {type(ctx.action_space).__name__}"
         )
     offpolicy.check(ctx)
 
@@ -98,6 +129,46 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         dueling=hp.dueling,
         obs_ndim=len(ctx.observation_space.shape),
     )
+    return build_q_learning(ctx, "dqn", scalar_head(net, hp))
+
+
+def scalar_head(net: QNetwork, hp: DQNConfig) -> QHead:
+    """DQN's head: one value per action, regressed on ``y = r + discount · V_target(s')``.
+
+    The loss is ``ℓ(Q(s, a) − y)`` (``ℓ``: ``hp.td_loss``, Huber or ``½ x²``); the TD error
+    ``Q(s, a) − y`` is the priority signal.
+    """
+
+    def target(params, target_params, exp):
+        q_next_target = net.apply(target_params, exp.next_observation)
+        q_next_online = net.apply(params, exp.next_observation) if hp.double_q else None
+        return losses.td_target(
+            exp.reward, exp.discount, losses.q_learning_next_value(q_next_target, q_next_online)
+        )
+
+    def loss(params, exp, target):
+        q = net.apply(params, exp.observation)
+        q_taken = jnp.take_along_axis(q, exp.action[:, None], axis=-1)[:, 0]
+        td_error = q_taken - target
+        if hp.td_loss == "huber":
+            per_sample = optax.huber_loss(td_error, delta=1.0)
+        else:
+            per_sample = 0.5 * td_error**2
+        return (
+            per_sample,
+            td_error,
+            {"abs_td_error": jnp.abs(td_error).mean(), "q_mean": q_taken.mean()},
+        )
+
+    return QHead(net, net.apply, target, loss)
+
+
+def build_q_learning(ctx: AlgorithmContext, name: str, head: QHead) -> Algorithm:
+    """The algorithm ``name``: a Q-learning ``head`` on the shared DQN actor, learner and replay.
+
+    ``ctx.hparams`` is a :class:`DQNConfig` (or a subclass of it).
+    """
+    hp: DQNConfig = ctx.hparams
     tx = ctx.optimizer(optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr)))
     total_steps = ctx.num_iterations * ctx.batch_size
     epsilon = optax.linear_schedule(
@@ -108,61 +179,51 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     def act(steps, inputs, key):
         """ε-greedy on the online network; uniformly random during the warm-up. The actor's
         state counts the env steps taken, which drive the ε schedule."""
-        q_values = net.apply(inputs["params"], inputs["observation"])
+        q_values = head.q_values(inputs["params"], inputs["observation"])
         eps = jnp.where(exploration.warming_up(steps, hp.learning_starts), 1.0, epsilon(steps))
         action = exploration.epsilon_greedy(key, q_values, eps)
         return steps + q_values.shape[0], {"action": action}
 
     def init(key):
-        params = net.init(key, obs_example)
+        params = head.network.init(key, obs_example)
         return DQNState(params, params, tx.init(params), jnp.zeros((), jnp.int32))
 
-    learn = _learner(net, tx, hp)
+    learn = _learner(head, tx, hp)
     actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.params)
 
     def greedy(params, observation):
-        return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
+        return jnp.argmax(head.q_values(params, observation), axis=-1).astype(jnp.int32)
 
-    return Algorithm("dqn", actor, learner, offpolicy.off_policy(ctx, hp.gamma), greedy)
+    return Algorithm(name, actor, learner, offpolicy.off_policy(ctx, hp.gamma), greedy)
 
 
-def _learner(net: QNetwork, tx: optax.GradientTransformation, hp: DQNConfig):
+def _learner(head: QHead, tx: optax.GradientTransformation, hp: DQNConfig):
     """The learner's ``apply``: ``(DQNState, {"batch": Sample}, key) -> (DQNState, outputs)``.
 
-    One gradient step of ``L = mean_w(ℓ(Q(s, a) − y))`` (``ℓ``: ``hp.td_loss``), then the target
-    update every ``target_update_period`` updates; the TD errors ``[B]`` go back to the replay.
+    One gradient step of ``L = mean_w(head.loss)`` against ``head.target`` (computed from the
+    parameters before the step), then the target update every ``target_update_period`` updates;
+    the head's TD errors ``[B]`` go back to the replay.
     """
 
     def learn(state: DQNState, inputs, key):
         del key
         sample = inputs["batch"]
         exp = sample.transitions
-        q_next_target = net.apply(state.target_params, exp.next_observation)
-        q_next_online = net.apply(state.params, exp.next_observation) if hp.double_q else None
-        target = losses.td_target(
-            exp.reward, exp.discount, losses.q_learning_next_value(q_next_target, q_next_online)
-        )
+        target = head.target(state.params, state.target_params, exp)
 
         def loss(params):
-            q = net.apply(params, exp.observation)
-            q_taken = jnp.take_along_axis(q, exp.action[:, None], axis=-1)[:, 0]
-            td_error = q_taken - target
-            if hp.td_loss == "huber":
-                per_sample = optax.huber_loss(td_error, delta=1.0)
-            else:
-                per_sample = 0.5 * td_error**2
-            return losses.weighted_mean(per_sample, sample.weights), (td_error, q_taken.mean())
+            per_sample, td_error, metrics = head.loss(params, exp, target)
+            return losses.weighted_mean(per_sample, sample.weights), (td_error, metrics)
 
-        (value, (td_error, q_mean)), grads = jax.value_and_grad(loss, has_aux=True)(state.params)
+        (value, (td_error, metrics)), grads = jax.value_and_grad(loss, has_aux=True)(state.params)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         count = state.updates + 1
         target_params = offpolicy.update_target(
             state.target_params, params, count, hp.tau, hp.target_update_period
         )
-        metrics = {"loss": value, "abs_td_error": jnp.abs(td_error).mean(), "q_mean": q_mean}
         return DQNState(params, target_params, opt_state, count), {
-            "metrics": metrics,
+            "metrics": {"loss": value, **metrics},
             "td_error": td_error,
         }
 

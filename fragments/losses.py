@@ -213,3 +213,56 @@ def q_learning_next_value(
 def weighted_mean(x: jax.Array, weights: jax.Array) -> jax.Array:
     """``mean(w · x)``: importance-weighted loss of prioritized replay (ones for uniform)."""
     return jnp.mean(weights * x)
+
+
+def categorical_projection(z_t: jax.Array, p_t: jax.Array, support: jax.Array) -> jax.Array:
+    """The categorical (Cramér / "l2") projection of a distribution on atoms ``z_t`` onto a fixed,
+    evenly spaced ``support``: C51's projection Φ (Bellemare, Dabney & Munos 2017, "A
+    Distributional Perspective on Reinforcement Learning", arXiv:1707.06887, Algorithm 1).
+
+    With ``z_i = v_min + i Δz`` (``i < N``, ``v_min = support[0]``, ``v_max = support[-1]``), each
+    source atom, clipped into ``[v_min, v_max]``, gives its probability to the two support atoms
+    around it in proportion to closeness:
+
+        ẑ_j   = clip(z_t[j], v_min, v_max)
+        (Φ)_i = Σ_j p_t[j] · max(0, 1 − |ẑ_j − z_i| / Δz)
+
+    An atom that lands on ``z_i`` gives it all its mass; one beyond the support gives it to the
+    end atom. Mass is conserved: the result sums to ``Σ_j p_t[j]``.
+
+    Args:
+      z_t: ``[..., K]`` source atoms (for C51 the shifted and scaled support ``r + γ z``).
+      p_t: ``[..., K]`` their probabilities.
+      support: ``[N]`` the fixed atoms, ``N ≥ 2``, evenly spaced and increasing.
+    Returns:
+      ``[..., N]`` probabilities on ``support``.
+    """
+    delta = support[1] - support[0]
+    z = jnp.clip(z_t, support[0], support[-1])
+    # [..., N, K]: the share of source atom j that support atom i receives.
+    share = jnp.clip(1.0 - jnp.abs(z[..., None, :] - support[:, None]) / delta, 0.0, 1.0)
+    return jnp.sum(share * p_t[..., None, :], axis=-1)
+
+
+def categorical_td_target(
+    reward: jax.Array, discount: jax.Array, p_next: jax.Array, support: jax.Array
+) -> jax.Array:
+    """C51's target distribution ``Φ(r + discount · Z(s'))`` with no gradient through it.
+
+    ``reward``, ``discount``: ``[B]`` (n-step, as in :func:`td_target`); ``p_next``: ``[B, N]``
+    the probabilities of the bootstrap action's return at ``s'`` on ``support`` ``[N]``.
+    Returns ``[B, N]``; a terminal transition (``discount = 0``) puts all its mass at ``r``
+    (on the one or two atoms around it).
+    """
+    shifted = reward[..., None] + discount[..., None] * support
+    return jax.lax.stop_gradient(categorical_projection(shifted, p_next, support))
+
+
+def categorical_cross_entropy(logits: jax.Array, target: jax.Array) -> jax.Array:
+    """``−Σ_i target_i · log softmax(logits)_i`` over the last axis: ``[..., N] -> [...]``.
+
+    C51's loss (the KL divergence from ``target`` up to ``target``'s own entropy, which has no
+    gradient); ``target`` is held constant.
+    """
+    target = jax.lax.stop_gradient(target)
+    return -jnp.sum(target * jax.nn.log_softmax(logits, axis=-1), axis=-1)

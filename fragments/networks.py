@@ -196,6 +196,38 @@ class QNetwork(nn.Module):
         return value + advantage - advantage.mean(axis=-1, keepdims=True)
 
 
+class CategoricalQNetwork(nn.Module):
+    """The return distribution ``Z(s, ·)`` of C51 as logits over ``num_atoms`` fixed atoms per
+    action: ``[..., *obs_shape] -> [..., num_actions, num_atoms]``; the probabilities are a
+    softmax over the last axis (Bellemare, Dabney & Munos 2017, arXiv:1707.06887).
+
+    An MLP torso, then one linear layer of ``num_actions · num_atoms`` outputs, or with
+    ``dueling`` a value stream ``[num_atoms]`` and an advantage stream ``[num_actions,
+    num_atoms]`` combined atom by atom as ``V + A − mean_a A`` before the softmax (as Rainbow
+    does, Hessel et al. 2018).
+    """
+
+    num_actions: int
+    num_atoms: int = 51
+    hidden_sizes: Sequence[int] = (128, 128)
+    activation: str = "relu"
+    dueling: bool = False
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = _flat_observation(obs, self.obs_ndim)
+        act = ACTIVATIONS[self.activation]
+        for size in self.hidden_sizes:
+            x = act(nn.Dense(size)(x))
+        shape = (*x.shape[:-1], self.num_actions, self.num_atoms)
+        logits = nn.Dense(self.num_actions * self.num_atoms)(x).reshape(shape)
+        if not self.dueling:
+            return logits
+        value = nn.Dense(self.num_atoms)(x)[..., None, :]
+        return value + logits - logits.mean(axis=-2, keepdims=True)
+
+
 def _flat_observation(obs: jax.Array, obs_ndim: int) -> jax.Array:
     """``[..., *obs_shape] -> [..., prod(obs_shape)]`` in float32."""
     lead = obs.shape[: obs.ndim - obs_ndim]

@@ -158,6 +158,7 @@ _BUILTIN = {
     "a2c": "jaxrl_fdg.fragments.a2c:SPEC",
     "ppo": "jaxrl_fdg.fragments.ppo:SPEC",
     "dqn": "jaxrl_fdg.fragments.dqn:SPEC",
+    "c51": "jaxrl_fdg.fragments.c51:SPEC",
     "pqn": "jaxrl_fdg.fragments.pqn:SPEC",
     "sac": "jaxrl_fdg.fragments.sac:SPEC",
     "td3": "jaxrl_fdg.fragments.dpg:TD3_SPEC",

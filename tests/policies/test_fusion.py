@@ -32,6 +32,9 @@ TINY = {
     ),
     "a2c": dict(),
     "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": (16,), "n_step": 3}),
+    "c51": dict(
+        hparams={**_OFF_POLICY, "hidden_sizes": (16,), "num_atoms": 11, "replay": "prioritized"}
+    ),
     "pqn": dict(hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)}),
     "sac": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
     "td3": dict(env="Pendulum-v1", hparams={**_OFF_POLICY, "replay": "prioritized"}),
@@ -80,7 +83,7 @@ def test_every_algorithm_is_swept():
 # arithmetic differently depending on what else is in a program: inside a fused rollout,
 # Pendulum's observation θ̇ can differ by one ulp from the same step's state θ̇ (computed twice),
 # which SAC's programs expose in step mode. Results then agree to rounding, not exactly.
-BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "pqn"}
+BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "c51", "pqn"}
 
 
 COMPILED = [m for m in rl.FUSION_MODES if m not in ("scan", "eager")]

@@ -49,6 +49,7 @@ TINY = {
     "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
     "a2c": dict(),
     "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": [16]}),
+    "c51": dict(hparams={**_OFF_POLICY, "hidden_sizes": [16], "num_atoms": 11}),
     "pqn": dict(hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": [16]}),
     "sac": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
     "td3": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
