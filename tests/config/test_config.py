@@ -27,7 +27,7 @@ WRITERS = {"toml": tomli_w.dumps, "json": json.dumps, "yaml": yaml.safe_dump, "y
         ({"env": "CartPole-v0"}, "unknown environment 'CartPole-v0'; did you mean 'CartPole-v1'"),
         (
             {"fusion": "jit"},
-            "unknown fusion mode 'jit' \\(valid: eager, step, fragment, iteration, scan\\)",
+            "unknown fusion mode 'jit' \\(valid: eager, step, fragment, iteration, scan, auto\\)",
         ),
         ({"num_envs": 0}, "num_envs must be a positive integer, got 0"),
         ({"rollout_len": -3}, "rollout_len must be a positive integer, got -3"),

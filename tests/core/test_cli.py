@@ -47,7 +47,7 @@ def test_graph(capsys):
     [
         (
             ["train", "--fusion", "nope"],
-            "unknown fusion mode 'nope' (valid: eager, step, fragment, iteration, scan)",
+            "unknown fusion mode 'nope' (valid: eager, step, fragment, iteration, scan, auto)",
         ),
         (["train", "--algo", "dqnn"], "unknown algorithm 'dqnn'"),
         (
