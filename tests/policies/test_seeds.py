@@ -27,9 +27,12 @@ import jaxrl_fdg as rl
 algo, fusion = sys.argv[1], sys.argv[2]
 hparams = (
     {"num_minibatches": 2, "update_epochs": 2}
-    if algo == "ppo"
+    if algo.startswith("ppo")
     else {"learning_starts": 16, "batch_size": 8}
 )
+if algo == "ppo_gru":  # recurrent: each lane's actor keeps its own memory
+    algo = "ppo"
+    hparams.update(memory="gru", memory_size=8, hidden_sizes=(16,))
 config = rl.TrainConfig(
     algo=algo, fusion=fusion, total_steps=64, num_envs=2, rollout_len=8, out=None,
     progress=False, log_every=2, seed=3, hparams=hparams,
@@ -51,7 +54,10 @@ print("EQUAL")
 """
 
 
-@pytest.mark.parametrize("algo, fusion", [("ppo", "scan"), ("dqn", "step")])
+@pytest.mark.parametrize(
+    "algo, fusion",
+    [("ppo", "scan"), ("dqn", "step"), pytest.param("ppo_gru", "scan", marks=pytest.mark.slow)],
+)
 def test_each_seed_equals_its_run_alone(algo, fusion):
     # In a subprocess with a deadline, so that a hang fails this test instead of stalling the
     # suite. Vmapped init programs used to hang here now and then: batched QRs of the orthogonal
