@@ -17,16 +17,23 @@ _SCRIPT = textwrap.dedent(
 
     hparams = {
         "ppo": {"num_minibatches": 2, "update_epochs": 2},
+        # Recurrent: each shard's actor keeps the memory of its own 2 envs.
+        "ppo_gru": {
+            "num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,), "memory": "gru",
+            "memory_size": 8,
+        },
         "dqn": {"learning_starts": 16, "batch_size": 8},
         "ddpg": {"learning_starts": 16, "batch_size": 8, "buffer_size": 256},
     }
     envs = {"ppo": "CartPole-v1", "dqn": "CartPole-v1", "ddpg": "Pendulum-v1"}
+    algos = {"ppo_gru": "ppo"}
     report = {}
     for case, backends in json.loads(sys.argv[1]).items():
         algo, fusion = case.split("-")
         base = rl.TrainConfig(
-            algo=algo, env=envs[algo], total_steps=8 * 8 * 4, num_envs=8, rollout_len=8,
-            out=None, progress=False, log_every=2, fusion=fusion, placement="data_parallel",
+            algo=algos.get(algo, algo), env=envs.get(algo, "CartPole-v1"),
+            total_steps=8 * 8 * 4, num_envs=8, rollout_len=8, out=None, progress=False,
+            log_every=2, fusion=fusion, placement="data_parallel",
             devices=4, hparams=hparams[algo],
         )
         ref = rl.train(base.replace(dp_backend="vmap")).state.fragments
@@ -59,13 +66,14 @@ _SCRIPT = textwrap.dedent(
 
 # Each case is compared against the vmapped reference on one device. The default tier runs the
 # fused program of an on- and an off-policy algorithm under shard_map; the slow tier adds pmap,
-# step mode and DDPG's iteration programs.
+# step mode, DDPG's iteration programs and recurrent PPO.
 DEFAULT_TIER = {"ppo-scan": ["shard_map"], "dqn-scan": ["shard_map"]}
 SLOW_TIER = {
     "ppo-scan": ["pmap"],
     "dqn-scan": ["pmap"],
     "ppo-step": ["shard_map", "pmap"],
     "ddpg-iteration": ["shard_map", "pmap"],
+    "ppo_gru-scan": ["shard_map"],
 }
 CASES = [
     pytest.param(f"{case}-{backend}", marks=marks)
