@@ -56,6 +56,34 @@ def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["status"] == "completed"
 
 
+def test_recurrent_resume_equals_uninterrupted(tmp_path):
+    # The actor's memory of each environment is part of the state a resume must restore. The
+    # sizes are those of tests/policies/test_fusion.py's recurrent PPO.
+    config = rl.TrainConfig(
+        total_steps=2 * 8 * 3,
+        num_envs=2,
+        rollout_len=8,
+        progress=False,
+        log_every=2,
+        checkpoint_every=16,  # every iteration
+        hparams={
+            "num_minibatches": 2,
+            "update_epochs": 2,
+            "hidden_sizes": (16,),
+            "memory": "gru",
+            "memory_size": 8,
+        },
+    )
+    full = rl.train(config.replace(out=str(tmp_path), run_name="full"))
+    rl.train(config.replace(out=str(tmp_path), run_name="part"))
+    for late in ("2", "3"):
+        shutil.rmtree(tmp_path / "part" / "checkpoints" / late)
+    resumed = rl.train(config.replace(out=str(tmp_path), run_name="part"), resume=tmp_path / "part")
+    assert float(np.abs(full.state.fragments["actor"].memory).max()) > 0
+    _assert_same(resumed.state.fragments, full.state.fragments)
+    _assert_same(jax.random.key_data(resumed.state.key), jax.random.key_data(full.state.key))
+
+
 def test_keep_bounds_the_number_of_checkpoints(tmp_path):
     rl.train(DQN.replace(out=str(tmp_path), run_name="r", checkpoint_every=16, keep=2))
     kept = sorted(int(p.name) for p in (tmp_path / "r" / "checkpoints").iterdir())
