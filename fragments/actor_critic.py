@@ -275,7 +275,7 @@ class Policy:
         def step(m, inputs):
             obs, next_obs, start = inputs
             m, _ = self.net.apply(params, _reset(m, start), obs)
-            return m, value(m, next_obs)[1]
+            return m, value(m, next_obs)
 
         extras = trajectory.extras
         inputs = (trajectory.observation, trajectory.next_observation, extras["episode_start"])

@@ -56,7 +56,7 @@ def test_actor_keeps_and_resets_memory_where_episodes_start(cartpole):
     traj, state, policy, _ = cartpole
     memory, start = np.asarray(traj.extras["memory"]), np.asarray(traj.extras["episode_start"])
     done = np.asarray(traj.terminated | traj.truncated)
-    assert memory.shape == (16, 4, 8) and start.dtype == bool
+    assert memory.shape == (16, 4, 16) and start.dtype == bool  # two networks × 8
     # An episode starts exactly after one ended, and there the memory acted from is zeros.
     np.testing.assert_array_equal(start[1:], done[:-1])
     assert start[1:].any() and (np.abs(memory[start]) == 0).all()
@@ -109,9 +109,9 @@ def test_bootstrap_value_uses_the_memory_before_the_reset(cartpole):
     t, b = map(int, np.argwhere(done[:-1])[0])
     # The ended episode's memory after step t (the next step's memory is reset to zeros) ...
     after, _ = policy.net.apply(params, memory[t, b], traj.observation[t, b])
-    _, v_final = policy.net.apply(params, after, traj.next_observation[t, b], method="value")
+    v_final = policy.net.apply(params, after, traj.next_observation[t, b], method="value")
     np.testing.assert_allclose(value_next[t, b], v_final, rtol=1e-5, atol=1e-6)
-    _, v_reset = policy.net.apply(
+    v_reset = policy.net.apply(
         params, memory[t + 1, b], traj.next_observation[t, b], method="value"
     )
     assert abs(float(v_final) - float(v_reset)) > 1e-6
@@ -172,3 +172,28 @@ def test_evaluation_carries_the_policys_memory():
     memory = loop.policy_memory(3)
     actions, memory = loop.policy(params, obs, memory)
     assert actions.shape == (3,) and float(jnp.abs(memory).max()) > 0
+
+
+@pytest.mark.slow
+def test_memory_balances_stateless_cartpole_where_feed_forward_cannot():
+    # StatelessCartPole-v1 observes [x, θ] only: balancing needs the velocities, which a policy
+    # can infer from successive observations if it remembers them. Same budget and seed for
+    # both: 131k steps of 32 envs × 64 (the test runs seed 0). Measured (2026-11, 2-core CPU),
+    # mean return over the last quarter of the run, seeds 0, 1, 2: GRU 248, 296, 252;
+    # feed-forward 44, 45, 43. Thresholds: GRU ≥ 150, feed-forward < 100. About a minute.
+    def last_quarter(memory):
+        config = rl.TrainConfig(
+            env="StatelessCartPole-v1",
+            total_steps=131_072,
+            num_envs=32,
+            rollout_len=64,
+            out=None,
+            progress=False,
+            hparams={"memory": memory, "memory_size": 64, "hidden_sizes": (64,), "lr": 1e-3},
+        )
+        metrics = rl.train(config).metrics
+        last = slice(-16, None)
+        return float(metrics["episode_return_sum"][last].sum() / metrics["episodes"][last].sum())
+
+    recurrent, feed_forward = last_quarter("gru"), last_quarter("none")
+    assert recurrent >= 150.0 and feed_forward < 100.0, (recurrent, feed_forward)
