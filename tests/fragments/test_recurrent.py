@@ -22,9 +22,9 @@ CASES = {
 }
 
 
-def _config(env="CartPole-v1", algo="ppo", **hparams):
+def _config(env="CartPole-v1", **hparams):
     return rl.TrainConfig(
-        algo=algo,
+        algo="ppo",
         env=env,
         total_steps=4 * 16 * 2,
         num_envs=4,
@@ -197,3 +197,29 @@ def test_memory_balances_stateless_cartpole_where_feed_forward_cannot():
 
     recurrent, feed_forward = last_quarter("gru"), last_quarter("none")
     assert recurrent >= 150.0 and feed_forward < 100.0, (recurrent, feed_forward)
+
+
+def test_a2c_learns_from_whole_sequences():
+    # A2C takes the rollout as one batch: all env sequences at once, with the same re-run.
+    config = _config().replace(algo="a2c", hparams=RECURRENT)
+    loop = rl.build_loop(resolve(config))
+    state = loop.init(jax.random.key(0))
+    after, metrics = jax.jit(loop.iteration)(state)
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    before, new = state.fragments["learner"].params, after.fragments["learner"].params
+    assert any(
+        not np.array_equal(a, b)
+        for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(new), strict=True)
+    )
+    assert after.fragments["actor"].memory.shape == (4, 16)
+
+
+def test_host_env_placement_is_refused_before_compiling():
+    # host_env calls the actor on each half of the batch in turn; a recurrent actor keeps the
+    # memory of the whole batch, so tracing the rollout stops with a message, before any compile.
+    pytest.importorskip("gymnasium")
+    config = _config(env="gym/CartPole-v1").replace(placement="host_env", fusion="scan")
+    loop = rl.build_loop(resolve(config))
+    state = jax.eval_shape(loop.init, jax.random.key(0))
+    with pytest.raises(rl.ConfigError, match=r"memory of its 4 environments .* called on 2"):
+        jax.eval_shape(loop.rollout, state)
