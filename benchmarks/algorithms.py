@@ -1,12 +1,14 @@
 """Env-steps/s of every registered algorithm under every fusion mode, in one run.
 
-Each algorithm runs its default hyperparameters on its usual environment with a fixed number of
+Each algorithm runs its default hyperparameters on its usual environment (``SETTINGS``; an
+algorithm registered since takes its spec's own run settings) with a fixed number of
 iterations per mode (compile seconds reported apart from run seconds). Off-policy algorithms start
 learning after their first iteration here (``learning_starts`` = one iteration), so every timed
 iteration includes its updates. ``eager`` is timed over a few iterations after one warm-up
 iteration; the others over the whole budget.
 
-    python benchmarks/algorithms.py        # writes benchmarks/results/algorithms.json
+    python benchmarks/algorithms.py                          # writes results/algorithms.json
+    python benchmarks/algorithms.py --algos all --modes scan  # every registered algorithm
 """
 
 from __future__ import annotations
@@ -33,8 +35,17 @@ SETTINGS = {
 MODES = ("scan", "iteration", "fragment", "step")
 
 
+def settings_for(algo: str) -> dict:
+    """``SETTINGS[algo]``, or for an algorithm not listed there its spec's own environment and
+    vector/rollout sizes."""
+    if algo in SETTINGS:
+        return SETTINGS[algo]
+    defaults = rl.algorithm.get(algo).defaults
+    return {k: defaults[k] for k in ("env", "num_envs", "rollout_len")}
+
+
 def config_for(algo: str, iterations: int, mode: str, seed: int) -> rl.TrainConfig:
-    setting = SETTINGS[algo]
+    setting = settings_for(algo)
     per_iteration = setting["num_envs"] * setting["rollout_len"]
     hparams = {}
     spec = rl.algorithm.get(algo)
@@ -75,29 +86,36 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=200, help="per compiled mode")
     parser.add_argument("--step-iterations", type=int, default=20, help="for the step mode")
     parser.add_argument("--eager-iterations", type=int, default=1, help="0 skips eager")
-    parser.add_argument("--algos", default=",".join(SETTINGS))
+    parser.add_argument(
+        "--algos", default=",".join(SETTINGS), help="comma-separated, or 'all': every registered"
+    )
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated fusion modes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "algorithms.json"))
     args = parser.parse_args()
+    algos = rl.algorithm.registered() if args.algos == "all" else args.algos.split(",")
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        parser.error(f"--modes: unknown {', '.join(unknown)}; choose from {', '.join(MODES)}")
 
     results: dict[str, dict] = {}
-    for algo in args.algos.split(","):
+    for algo in algos:
         results[algo] = {}
-        for mode in MODES:
+        for mode in modes:
             iterations = args.step_iterations if mode == "step" else args.iterations
             print(f"{algo} {mode} ...", flush=True)
             results[algo][mode] = run_mode(config_for(algo, iterations, mode, args.seed))
         if args.eager_iterations > 0:
             config = config_for(algo, args.eager_iterations + 1, "eager", args.seed)
             results[algo]["eager"] = run_eager(config, args.eager_iterations)
-        scan = results[algo]["scan"]["steps_per_s"]
-        results[algo]["scan_vs_step"] = scan / results[algo]["step"]["steps_per_s"]
-    write_report(
-        args.out,
-        "algorithms",
-        {"settings": {a: SETTINGS[a] for a in results}, "iterations": args.iterations},
-        results,
-    )
+        if "scan" in results[algo] and "step" in results[algo]:
+            scan = results[algo]["scan"]["steps_per_s"]
+            results[algo]["scan_vs_step"] = scan / results[algo]["step"]["steps_per_s"]
+    config = {"settings": {a: settings_for(a) for a in results}, "iterations": args.iterations}
+    if modes != list(MODES):
+        config["modes"] = modes
+    write_report(args.out, "algorithms", config, results)
     header = f"{'':<6}" + "".join(f"{m:>12}" for m in (*MODES, "eager"))
     print(header)
     for algo, modes in results.items():

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from algorithms import SETTINGS  # noqa: E402
+from algorithms import SETTINGS, settings_for  # noqa: E402
 
 _EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace_s",
@@ -51,7 +51,7 @@ def child(algo: str, fusion: str, total_steps: int | None) -> None:
             seconds[_EVENTS[event]] += duration
 
     jax.monitoring.register_event_duration_secs_listener(on_duration)
-    setting = SETTINGS[algo]
+    setting = settings_for(algo)
     per_iteration = setting["num_envs"] * setting["rollout_len"]
     steps = total_steps or 8 * per_iteration
     config = rl.TrainConfig(
@@ -92,7 +92,9 @@ def measure(algo: str, fusion: str, total_steps: int | None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", default=",".join(SETTINGS), help="comma-separated algorithms")
+    parser.add_argument(
+        "--algos", default=",".join(SETTINGS), help="comma-separated, or 'all': every registered"
+    )
     parser.add_argument("--fusion", default=",".join(MODES), help="comma-separated fusion modes")
     parser.add_argument("--repeats", type=int, default=1, help="processes per cell (median)")
     parser.add_argument("--total-steps", type=int, default=None, help="default: 8 iterations")
@@ -102,6 +104,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     algos = [a for a in args.algos.split(",") if a]
+    if algos == ["all"]:
+        import jaxrl_fdg as rl
+
+        algos = list(rl.algorithm.registered())
     modes = [m for m in args.fusion.split(",") if m]
     if args.child:
         child(algos[0], modes[0], args.total_steps)

@@ -186,6 +186,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per figure (median)")
     parser.add_argument("--envs", default=",".join(ENVS))
     parser.add_argument("--no-gymnax", action="store_true")
+    parser.add_argument("--no-gymnasium", action="store_true")
+    parser.add_argument(
+        "--python-max-envs",
+        type=int,
+        default=None,
+        help="largest num_envs the gymnasium loops run at (default: every size)",
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "envs.json"))
     args = parser.parse_args()
     sizes = [int(n) for n in args.num_envs.split(",")]
@@ -207,7 +214,8 @@ def main() -> None:
             row["ours_vmap_pregenerated"], row["ours_vmap_pregenerated_compile_s"] = ours(
                 name, n, pregenerated=True, per_env=True, **timing
             )
-            if name in GYMNASIUM:
+            python_size = args.python_max_envs is None or n <= args.python_max_envs
+            if name in GYMNASIUM and not args.no_gymnasium and python_size:
                 # Python-loop vector envs at 4096 would take minutes for little information.
                 steps = args.python_steps if n <= 1024 else max(10, args.python_steps // 10)
                 row["gymnasium_sync"] = gymnasium_env(name, n, steps, "sync", args.repeats)

@@ -35,6 +35,10 @@ scaling multiply throughput.
 
     python benchmarks/placement.py           # writes benchmarks/results/placement.{json,png}
     python benchmarks/placement.py --quick   # a smoke run: fewer steps, sizes and rounds
+
+On an accelerator, ``--backend-devices`` runs every child on the default backend's own devices
+(no forced CPU devices; a device count above what it has fails), and ``--sweep`` runs one sweep
+alone: ``--sweep seeds --seeds 1,2,4,...,256``, ``--sweep devices --devices 1,2,...``.
 """
 
 from __future__ import annotations
@@ -79,10 +83,12 @@ class Measured:
         if settings["algo"] == "dqn":  # learn from the first iteration on: every iteration updates
             hparams["learning_starts"] = settings["num_envs"] * settings["rollout_len"]
         self.kind = kind
-        self.config = rl.TrainConfig(
+        config = rl.TrainConfig(
             env="CartPole-v1", out=None, progress=False, compile_cache=False, hparams=hparams,
             **settings,
         )  # fmt: skip
+        # Settings left unset (log_every) take the algorithm's defaults, as ``train`` takes them.
+        self.config = config.with_defaults(rl.algorithm.get(config.algo).defaults)
         self.plan = self.initial = None
 
     def compile(self) -> dict:
@@ -243,7 +249,7 @@ class Child:
         self.name = f"{kind} on {devices} device(s)"
         self.command = [sys.executable, __file__, "--child", kind, "--devices", str(devices)]
         self.command += ["--scale", str(args.scale), "--algos", args.algos, "--seeds", args.seeds]
-        self.env, self.silence_s = _child_env(devices), silence_s
+        self.env, self.silence_s = _child_env(devices, args.backend_devices), silence_s
         self.incidents: list[dict] = []
         self._start()
 
@@ -307,9 +313,12 @@ class Child:
         self.process.wait()
 
 
-def _child_env(devices: int) -> dict[str, str]:
-    """The environment of a child that sees ``devices`` CPU devices."""
+def _child_env(devices: int, backend_devices: bool = False) -> dict[str, str]:
+    """The environment of a child that sees ``devices`` CPU devices; with ``backend_devices``,
+    this process's own (the default backend's devices, as many as it has)."""
     env = dict(os.environ)
+    if backend_devices:
+        return env
     flags = [
         f
         for f in env.get("XLA_FLAGS", "").split()
@@ -377,7 +386,7 @@ def nest(table: dict[tuple, dict]) -> dict:
     return nested
 
 
-def plot(results: dict, path: Path, cores: int) -> None:
+def plot(results: dict, path: Path, cores: int, forced: bool = True) -> None:
     """Two panels: env-steps/s against devices (strong, weak, pmap) and against seeds."""
     import matplotlib
 
@@ -401,13 +410,17 @@ def plot(results: dict, path: Path, cores: int) -> None:
             single["steps_per_s"], color="grey", ls=":", label=f"single, {STRONG_ENVS} envs"
         )
     left.set_xscale("log", base=2)
-    left.set_xticks(DEVICE_COUNTS, [str(n) for n in DEVICE_COUNTS])
-    left.set_xlabel(f"forced CPU devices (all sharing the same {cores} cores)")
+    device_counts = sorted({int(n) for s in results["devices"].values() for n in s})
+    left.set_xticks(device_counts or DEVICE_COUNTS, map(str, device_counts or DEVICE_COUNTS))
+    left.set_xlabel(
+        f"forced CPU devices (all sharing the same {cores} cores)" if forced else "devices"
+    )
     left.set_ylabel("env-steps/s (run time only)")
     left.set_ylim(bottom=0)
     left.yaxis.set_major_formatter(_thousands())
     left.set_title("PPO, CartPole-v1, data_parallel")
-    left.legend(fontsize=8, loc="lower left")
+    if results["devices"]:  # a seeds-only run (--sweep seeds) leaves this panel empty
+        left.legend(fontsize=8, loc="lower left")
     left.grid(alpha=0.3)
 
     for i, (algo, series) in enumerate(sorted(results["seeds"].items(), reverse=True)):
@@ -420,11 +433,13 @@ def plot(results: dict, path: Path, cores: int) -> None:
     right.set_xscale("log", base=2)
     right.set_yscale("log")
     right.yaxis.set_major_formatter(_thousands())
-    right.set_xticks(SEED_COUNTS, [str(s) for s in SEED_COUNTS])
+    seed_counts = sorted({int(n) for s in results["seeds"].values() for n in s})
+    right.set_xticks(seed_counts or SEED_COUNTS, map(str, seed_counts or SEED_COUNTS))
     right.set_xlabel("vmapped seeds (num_seeds, one device)")
     right.set_ylabel("env-steps/s (run time only)")
     right.set_title("CartPole-v1, seeds in one program")
-    right.legend(fontsize=8, loc="lower left")
+    if results["seeds"]:
+        right.legend(fontsize=8, loc="lower left")
     right.grid(alpha=0.3, which="both")
     fig.text(
         0.5, 0.01, "median over rounds; bars: slowest to fastest round", ha="center", fontsize=8
@@ -476,6 +491,14 @@ def main() -> None:
     parser.add_argument("--algos", default="ppo,dqn", help="algorithms of the seed sweep")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every step budget")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 rounds, few sizes")
+    parser.add_argument(
+        "--sweep", choices=("both", "devices", "seeds"), default="both", help="which sweeps run"
+    )
+    parser.add_argument(
+        "--backend-devices",
+        action="store_true",
+        help="run on the default backend's devices instead of forced CPU devices",
+    )
     parser.add_argument("--out", default=str(RESULTS / "placement.json"))
     parser.add_argument("--plot", default=None, help="default: --out with .png")
     parser.add_argument(
@@ -490,13 +513,17 @@ def main() -> None:
     if args.replot:
         report = json.loads(Path(args.out).read_text())
         cores = report["machine"]["cpus_used"]
-        plot(report["results"], Path(args.plot or Path(args.out).with_suffix(".png")), cores)
+        forced = "device_source" not in report["config"]
+        plot(
+            report["results"], Path(args.plot or Path(args.out).with_suffix(".png")), cores, forced
+        )
         return
     if args.quick:
         args.rounds, args.scale, args.devices, args.seeds = 2, 0.25, "1,2", "1,4"
 
     started, load_start = time.perf_counter(), os.getloadavg()
-    jobs = [("devices", n) for n in _ints(args.devices)] + [("seeds", 1)]
+    jobs = [("devices", n) for n in _ints(args.devices)] if args.sweep != "seeds" else []
+    jobs += [("seeds", 1)] if args.sweep != "devices" else []
     children = [Child(kind, n, args, args.silence_s) for kind, n in jobs]
     compiled: list[dict] = []
     rounds: list[list[dict]] = []
@@ -537,12 +564,19 @@ def main() -> None:
         },
         "scale": args.scale,
         "rounds": args.rounds,
-        "command": "python benchmarks/placement.py" + (" --quick" if args.quick else ""),
+        "command": " ".join(["python", "benchmarks/placement.py", *sys.argv[1:]]),
     }
-    note = (
+    if args.sweep != "both":
+        config["sweep"] = args.sweep
+    if args.backend_devices:
+        config["device_source"] = "the default backend's devices"
+    forced = (
         f"Forced CPU devices share the machine's {cores} cores: past one device per core the "
         "device curve measures the data-parallel placement's overhead, not a speed-up. "
-        "steps_per_s: env steps (all devices and seeds together) over the median run_s of the "
+    )
+    note = (
+        ("" if args.backend_devices else forced)
+        + "steps_per_s: env steps (all devices and seeds together) over the median run_s of the "
         "rounds; ratio_to_base: the median over "
         "rounds of steps/s over the same round's 1-device (1-seed) figure (for 'single': over "
         "shard_map on 1 device); compile_s: from scratch, no persistent cache."
@@ -557,7 +591,12 @@ def main() -> None:
         wall_s=wall_s,
         incidents=[i for c in children for i in c.incidents],
     )
-    plot(results, Path(args.plot or Path(args.out).with_suffix(".png")), cores)
+    plot(
+        results,
+        Path(args.plot or Path(args.out).with_suffix(".png")),
+        cores,
+        forced=not args.backend_devices,
+    )
     print_table(results)
     print(f"total {wall_s:.0f} s; load average (1, 5, 15 min) {os.getloadavg()}")
 

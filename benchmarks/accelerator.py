@@ -1,0 +1,241 @@
+"""Every benchmark that says something about an accelerator, at one size preset, in one command.
+
+    python benchmarks/accelerator.py                 # full on a GPU/TPU, cpu elsewhere
+    python benchmarks/accelerator.py --size smoke --out /tmp/accelerator.json --no-readme
+
+Each section is a child process of an existing benchmark script, told where to write its JSON
+(a temporary folder); this script merges them into ``benchmarks/results/accelerator-<device>.json``
+with the machine, the size preset, each section's command line and wall seconds, and rewrites the
+README's table between ``<!-- accelerator-table -->`` and ``<!-- /accelerator-table -->``.
+
+Sections: ``fusion_modes`` (``fusion_modes.py``), ``algorithms`` (``algorithms.py``, every
+registered algorithm), ``envs`` (``envs.py``, up to 65,536 envs at the full size), ``seeds``
+(``placement.py``'s seed sweep, 1 to 256 seeds), ``devices`` (``placement.py``'s device sweep,
+``data_parallel`` over every visible device; skipped, with the reason, on one device),
+``compile_time`` (``compile_time.py``) and ``precision`` (``precision.py``: the matmul
+precision in force, and whether short PPO and SAC runs change at "highest").
+
+Sizes (``--size``): ``smoke``, the smallest of everything (for CI, well under two minutes on two
+cores: compiling is most of its time, so its per-algorithm table has PPO and DQN alone, and its
+precision check PPO alone); ``cpu``, a few minutes on a 2-core CPU; ``full``, the accelerator sizes
+(65,536 envs, 256 seeds, every script's default budgets). The default is ``full`` where JAX's
+default backend is a GPU or TPU, ``cpu`` otherwise. A section that fails is recorded with the
+tail of its output and the others still run; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import accelerator_table  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+SECTIONS = ("fusion_modes", "algorithms", "envs", "seeds", "devices", "compile_time", "precision")
+SCRIPTS = {
+    "fusion_modes": "fusion_modes.py",
+    "algorithms": "algorithms.py",
+    "envs": "envs.py",
+    "seeds": "placement.py",
+    "devices": "placement.py",
+    "compile_time": "compile_time.py",
+    "precision": "precision.py",
+}
+SEEDS_FULL = "1,2,4,8,16,32,64,128,256"
+# XLA flags added to the children's at a size: the smoke size checks that everything runs, not
+# how fast, and compiling is most of its time; without XLA's backend optimisations its CPU time
+# on two cores fell from about 117 s to 67 s (cold caches). Its figures are then no benchmark.
+SIZE_XLA_FLAGS = {
+    "smoke": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+}
+
+# Each section's arguments per size (``--out`` is added); ``devices`` gets ``--devices`` from
+# the number of visible devices, ``envs`` its comparison flags from what is installed.
+SIZES: dict[str, dict[str, list[str]]] = {
+    "smoke": {
+        "fusion_modes": ["--total-steps", "1024", "--repeats", "1", "--eager-iterations", "0",
+                         "--modes", ""],
+        "algorithms": ["--algos", "ppo,dqn", "--modes", "scan", "--iterations", "2",
+                       "--eager-iterations", "0"],
+        "envs": ["--envs", "CartPole-v1", "--num-envs", "64", "--steps", "10",
+                 "--python-steps", "4", "--repeats", "1", "--no-gymnax"],
+        "seeds": ["--seeds", "2", "--algos", "ppo", "--rounds", "1", "--scale", "0.01"],
+        "devices": ["--rounds", "1", "--scale", "0.01"],
+        "compile_time": ["--algos", "ppo", "--fusion", "scan", "--total-steps", "1024"],
+        "precision": ["--algos", "ppo", "--ppo-steps", "1024"],
+    },
+    "cpu": {
+        "fusion_modes": ["--total-steps", "102400", "--repeats", "1", "--eager-iterations", "1"],
+        "algorithms": ["--algos", "all", "--modes", "scan,step", "--iterations", "20",
+                       "--step-iterations", "5", "--eager-iterations", "0"],
+        "envs": ["--envs", "CartPole-v1,Pendulum-v1", "--num-envs", "1,1024,16384",
+                 "--steps", "100", "--python-steps", "20", "--python-max-envs", "1024"],
+        "seeds": ["--seeds", "1,16,256", "--rounds", "2", "--scale", "0.25"],
+        "devices": ["--rounds", "2", "--scale", "0.25"],
+        "compile_time": ["--algos", "all", "--fusion", "scan"],
+        "precision": ["--ppo-steps", "20480", "--sac-steps", "1000"],
+    },
+    "full": {
+        "fusion_modes": [],
+        "algorithms": ["--algos", "all"],
+        "envs": ["--num-envs", "1,64,1024,4096,16384,65536", "--python-max-envs", "4096"],
+        "seeds": ["--seeds", SEEDS_FULL],
+        "devices": [],
+        "compile_time": ["--algos", "all"],
+        "precision": [],
+    },
+}  # fmt: skip
+
+
+def probe() -> dict:
+    """The default backend's platform, device kind and device count, asked of a child process
+    (this one never starts a backend before the sections ran: on a GPU it would take memory)."""
+    code = (
+        "import jax, json; d = jax.devices(); "
+        "print(json.dumps({'platform': d[0].platform, 'device_kind': d[0].device_kind, "
+        "'device_count': len(d)}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def device_slug(device: dict) -> str:
+    """``cpu``, ``nvidia-h100-80gb-hbm3``, ``tpu-v4``: the device kind in lower case, runs of
+    anything else than letters and digits made one ``-`` (the platform if the kind is empty)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", device["device_kind"].lower()).strip("-")
+    return slug or device["platform"]
+
+
+def device_counts(visible: int, size: str) -> list[int]:
+    """Device counts of the data-parallel sweep: powers of two below ``visible``, and
+    ``visible`` (at the smoke and cpu sizes only 1 and ``visible``)."""
+    if size != "full":
+        return [1, visible]
+    return sorted({*(2**k for k in range(visible.bit_length()) if 2**k < visible), visible})
+
+
+def section_args(name: str, size: str, device: dict) -> tuple[list[str] | None, str | None]:
+    """The child's arguments (without ``--out``), or ``None`` and why the section is skipped."""
+    args = list(SIZES[size][name])
+    if name == "seeds":
+        args = ["--sweep", "seeds", "--backend-devices", *args]
+    elif name == "devices":
+        visible = device["device_count"]
+        if visible < 2:
+            return None, (
+                f"one device visible ({accelerator_table.describe(device)}): "
+                "data_parallel needs two or more"
+            )
+        counts = ",".join(map(str, device_counts(visible, size)))
+        args = ["--sweep", "devices", "--backend-devices", "--devices", counts, *args]
+    elif name == "envs":
+        for module, flag in (("gymnax", "--no-gymnax"), ("gymnasium", "--no-gymnasium")):
+            if importlib.util.find_spec(module) is None and flag not in args:
+                args.append(flag)
+    return args, None
+
+
+def run_section(name: str, args: list[str], out: Path, xla_flags: str = "") -> dict:
+    """Run one section's script; its report, command line, wall seconds, CPU seconds (user +
+    system, its child processes included: less sensitive than wall time to a busy machine), and
+    on failure the exit status and the last lines it printed."""
+    script = BENCHMARKS / SCRIPTS[name]
+    command = [sys.executable, str(script), *args, "--out", str(out)]
+    shown = shlex.join(["python", str(script.relative_to(ROOT)), *args, "--out", out.name])
+    print(f"== {name}: {shown}", flush=True)
+    tail: deque[str] = deque(maxlen=40)
+    env = dict(os.environ)
+    if xla_flags:
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {xla_flags}".strip()
+    start, cpu_start = time.perf_counter(), _children_cpu_s()
+    with subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as child:
+        for line in child.stdout:
+            tail.append(line.rstrip())
+            print(f"   {line.rstrip()}", flush=True)
+    wall_s, cpu_s = time.perf_counter() - start, _children_cpu_s() - cpu_start
+    entry = {"command": shown, "wall_s": wall_s, "cpu_s": cpu_s}
+    if child.returncode != 0 or not out.exists():
+        return {**entry, "ok": False, "returncode": child.returncode, "tail": list(tail)}
+    report = json.loads(out.read_text())
+    report.pop("machine", None)  # the suite's own machine record covers it
+    return {**entry, "ok": True, "report": report}
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=tuple(SIZES), default=None, help="default: by backend")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset")
+    parser.add_argument(
+        "--out", default=None, help="default: benchmarks/results/accelerator-<device>.json"
+    )
+    parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
+    args = parser.parse_args()
+    sections = [s for s in args.sections.split(",") if s]
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        parser.error(f"--sections: unknown {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+
+    device = probe()
+    size = args.size or ("full" if device["platform"] in ("gpu", "tpu") else "cpu")
+    out = Path(args.out or BENCHMARKS / "results" / f"accelerator-{device_slug(device)}.json")
+    print(f"{device['device_count']} × {device['device_kind']} ({device['platform']}); size {size}")
+    started, load_start = time.perf_counter(), os.getloadavg()
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="accelerator-") as tmp:
+        for name in sections:
+            child_args, skipped = section_args(name, size, device)
+            if child_args is None:
+                print(f"== {name}: skipped: {skipped}", flush=True)
+                results[name] = {"command": None, "wall_s": 0.0, "ok": True, "skipped": skipped}
+                continue
+            out_file = Path(tmp) / f"{name}.json"
+            results[name] = run_section(name, child_args, out_file, SIZE_XLA_FLAGS.get(size, ""))
+    wall_s = time.perf_counter() - started
+
+    from jaxrl_fdg.profiling import write_report  # the backend starts here, after every child
+
+    config = {"size": size, "sections": sections, "device": device}
+    if size in SIZE_XLA_FLAGS:
+        config["added_xla_flags"] = SIZE_XLA_FLAGS[size]
+    precision = (results.get("precision") or {}).get("report", {}).get("precision_in_force")
+    loadavg = {"start": list(load_start), "end": list(os.getloadavg())}
+    write_report(
+        str(out),
+        "accelerator",
+        config,
+        results,
+        precision=precision,
+        loadavg=loadavg,
+        wall_s=wall_s,
+    )
+    if not args.no_readme:
+        accelerator_table.update_readme({**json.loads(out.read_text()), "path": str(out)})
+    failed = [name for name, r in results.items() if not r["ok"]]
+    print(f"total {wall_s:.0f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    if failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

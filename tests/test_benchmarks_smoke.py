@@ -1,0 +1,69 @@
+"""The accelerator suite runs every section at its smoke size and merges them into one report."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = {"fusion_modes", "algorithms", "envs", "seeds", "devices", "compile_time", "precision"}
+
+
+def _positive(value) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+@pytest.mark.slow
+def test_accelerator_suite_smoke(tmp_path):
+    out = tmp_path / "accelerator.json"
+    readme = (ROOT / "README.md").read_text()
+    proc = subprocess.run(
+        [sys.executable, ROOT / "benchmarks" / "accelerator.py", "--size", "smoke"]
+        + ["--out", str(out), "--no-readme"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (ROOT / "README.md").read_text() == readme  # --no-readme left it alone
+    report = json.loads(out.read_text())
+    assert report["config"]["size"] == "smoke"
+    assert report["machine"]["backend"] and _positive(report["wall_s"])
+    sections = report["results"]
+    assert set(sections) == SECTIONS
+
+    for name, entry in sections.items():
+        assert entry["ok"], (name, entry.get("tail"))
+        if "skipped" in entry:  # only the device sweep, and only on one device
+            assert name == "devices" and report["config"]["device"]["device_count"] == 1
+            assert "one device visible" in entry["skipped"]
+            continue
+        assert entry["command"].startswith("python benchmarks/"), entry["command"]
+        assert _positive(entry["wall_s"]) and _positive(entry["cpu_s"])
+
+    def results(name):
+        return sections[name]["report"]["results"]
+
+    assert _positive(results("fusion_modes")["scan"]["steps_per_s"])
+    assert _positive(sections["fusion_modes"]["report"]["ratios"]["scan_vs_handwritten"])
+    assert set(results("algorithms")) == {"ppo", "dqn"}
+    assert all(_positive(r["scan"]["steps_per_s"]) for r in results("algorithms").values())
+    assert _positive(results("envs")["CartPole-v1"]["64"]["ours"])
+    seeds = results("seeds")["seeds"]["ppo"]
+    assert set(seeds) == {"2"} and _positive(seeds["2"]["steps_per_s"])
+    assert _positive(results("compile_time")["ppo/scan"]["compile_wall_s"])
+    if "skipped" not in sections["devices"]:
+        strong = results("devices")["devices"]["shard_map_strong"]
+        assert all(_positive(e["steps_per_s"]) for e in strong.values())
+
+    precision = results("precision")
+    assert math.isfinite(precision["ppo"]["max_abs_diff"])
+    assert math.isfinite(precision["ppo"]["final_return_default"])
+    in_force = report["precision"]
+    assert _positive(in_force["matmul_rel_error_default"])
+    if in_force["platform"] == "cpu":  # full float32 at either precision: the same bits
+        assert not in_force["tf32_measured"]
