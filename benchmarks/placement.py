@@ -318,6 +318,9 @@ def _child_env(devices: int, backend_devices: bool = False) -> dict[str, str]:
     this process's own (the default backend's devices, as many as it has)."""
     env = dict(os.environ)
     if backend_devices:
+        # The children live side by side on the same accelerators: none may take 75% of a
+        # device's memory up front, as JAX does by default.
+        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         return env
     flags = [
         f
