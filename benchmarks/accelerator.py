@@ -79,9 +79,11 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "precision": ["--algos", "ppo", "--ppo-steps", "1024"],
     },
     "cpu": {
-        "fusion_modes": ["--total-steps", "102400", "--repeats", "1", "--eager-iterations", "1"],
+        # eager (a minute here for one iteration) is in the README's fusion table already; step
+        # runs as many iterations as scan, enough for the off-policy learners to start updating.
+        "fusion_modes": ["--total-steps", "102400", "--repeats", "1", "--eager-iterations", "0"],
         "algorithms": ["--algos", "all", "--modes", "scan,step", "--iterations", "20",
-                       "--step-iterations", "5", "--eager-iterations", "0"],
+                       "--step-iterations", "20", "--eager-iterations", "0"],
         "envs": ["--envs", "CartPole-v1,Pendulum-v1", "--num-envs", "1,1024,16384",
                  "--steps", "100", "--python-steps", "20", "--python-max-envs", "1024"],
         "seeds": ["--seeds", "1,16,256", "--rounds", "2", "--scale", "0.25"],
