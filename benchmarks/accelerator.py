@@ -58,7 +58,8 @@ SCRIPTS = {
 SEEDS_FULL = "1,2,4,8,16,32,64,128,256"
 # XLA flags added to the children's at a size: the smoke size checks that everything runs, not
 # how fast, and compiling is most of its time; without XLA's backend optimisations its CPU time
-# on two cores fell from about 117 s to 67 s (cold caches). Its figures are then no benchmark.
+# on two cores fell from about 117 s to 67 s (cold caches, a busy machine). Its figures are then
+# no benchmark.
 SIZE_XLA_FLAGS = {
     "smoke": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 }
