@@ -14,7 +14,7 @@ it. The raw sample reaches the learner as ``trajectory.extras["raw_action"]``, w
 ``trajectory.action`` holds what the env received.
 
 Memory. With ``memory`` ``gru`` or ``lstm`` the network is recurrent
-(:class:`~jaxrl_fdg.fragments.networks.RecurrentActorCritic`) and the actor fragment's state is
+(:class:`~jaxrl_fdg.fragments.recurrent.RecurrentActorCritic`) and the actor fragment's state is
 its memory of each environment ``[B, W]``, zeros at first. The env fragment publishes
 ``episode_step``, the steps each episode has taken (``core.env_fragment.publish``); where it is
 0 the observation is an episode's first, and the actor resets that environment's memory to zeros
@@ -27,19 +27,20 @@ batch is then :class:`Sequences`, whole env sequences, which PPO splits by envir
 (``fragments.minibatch.sequence_minibatch_epochs``), never in time; the value of each
 ``next_observation`` comes from the memory carried one step further (:meth:`Policy.
 next_values`).
+
+The networks and what is asked of them live in :mod:`~jaxrl_fdg.fragments.actor_critic_policy`
+(:class:`Policy`, re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from jaxrl_fdg import validate
@@ -48,18 +49,10 @@ from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import losses
-from jaxrl_fdg.fragments.networks import (
-    ACTIVATIONS,
-    MEMORIES,
-    TORSOS,
-    ActorCritic,
-    ConvTorso,
-    GaussianActorCritic,
-    RecurrentActorCritic,
-    memory_width,
-)
+from jaxrl_fdg.fragments.actor_critic_policy import Batch, Policy, Sequences
+from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSOS, ConvTorso
+from jaxrl_fdg.fragments.recurrent import MEMORIES
 
 Metrics = dict[str, jax.Array]
 
@@ -125,189 +118,6 @@ def check(name: str, ctx: AlgorithmContext) -> None:
         )
 
 
-class Policy:
-    """The policy and value network of an actor-critic, for a Discrete or a Box action space,
-    feed-forward or (``memory`` gru or lstm) recurrent."""
-
-    def __init__(self, ctx: AlgorithmContext):
-        hp: ActorCriticConfig = ctx.hparams
-        space = ctx.action_space
-        common = dict(
-            hidden_sizes=tuple(hp.hidden_sizes),
-            activation=hp.activation,
-            obs_ndim=len(ctx.observation_space.shape),
-            torso=hp.torso,
-        )
-        self.continuous = isinstance(space, Box)
-        if self.continuous:
-            (dim,) = space.shape
-            self.net: ActorCritic = GaussianActorCritic(dim, log_std_init=hp.log_std_init, **common)
-            self.low = np.broadcast_to(np.asarray(space.low, np.float32), space.shape)
-            self.high = np.broadcast_to(np.asarray(space.high, np.float32), space.shape)
-            self.outputs: tuple[str, ...] = ("action", "raw_action", "log_prob", "value")
-        else:
-            self.net = ActorCritic(space.n, **common)
-            self.outputs = ("action", "log_prob", "value")
-        self.obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
-        self.recurrent = hp.memory != "none"
-        if self.recurrent:
-            num_actions = dim if self.continuous else space.n
-            self.net = RecurrentActorCritic(
-                num_actions,
-                memory=hp.memory,
-                memory_size=hp.memory_size,
-                continuous=self.continuous,
-                log_std_init=hp.log_std_init,
-                **common,
-            )
-            self.memory_width = memory_width(hp.memory, hp.memory_size)
-            self.outputs = (*self.outputs, "memory", "episode_start")
-
-    def init(self, key: jax.Array) -> Any:
-        if self.recurrent:
-            return self.net.init(key, self.initial_memory(1)[0], self.obs_example)
-        return self.net.init(key, self.obs_example)
-
-    def act(self, params: Any, observation: jax.Array, key: jax.Array) -> dict[str, jax.Array]:
-        """Sample an action for each observation: the actor fragment's outputs."""
-        return self._sample(self.net.apply(params, observation), key)
-
-    def _sample(self, out: tuple[jax.Array, ...], key: jax.Array) -> dict[str, jax.Array]:
-        """The actor's outputs from the network's (``(mean, log_std, value)`` or ``(logits,
-        value)``)."""
-        if self.continuous:
-            mean, log_std, value = out
-            raw = dist.gaussian_sample(key, mean, log_std)
-            return {
-                "action": jnp.clip(raw, self.low, self.high),
-                "raw_action": raw,
-                "log_prob": dist.gaussian_log_prob(mean, log_std, raw),
-                "value": value,
-            }
-        logits, value = out
-        action = dist.categorical_sample(key, logits)
-        return {
-            "action": action,
-            "log_prob": dist.categorical_log_prob(logits, action),
-            "value": value,
-        }
-
-    def evaluate(
-        self, params: Any, observation: jax.Array, action: jax.Array
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """``(log π(a|s), H(π(·|s)), V(s))`` under ``params``; ``action`` as the learner stores it
-        (:meth:`learned_action`)."""
-        return self._evaluate(self.net.apply(params, observation), action)
-
-    def _evaluate(self, out: tuple[jax.Array, ...], action: jax.Array):
-        if self.continuous:
-            mean, log_std, value = out
-            log_prob = dist.gaussian_log_prob(mean, log_std, action)
-            return log_prob, dist.gaussian_entropy(log_std), value
-        logits, value = out
-        log_prob = dist.categorical_log_prob(logits, action)
-        return log_prob, dist.categorical_entropy(logits), value
-
-    def evaluate_batch(
-        self, params: Any, batch: Batch | Sequences
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """:meth:`evaluate` on a learner's (mini)batch: a flat :class:`Batch`, or whole
-        :class:`Sequences` re-run through the recurrent network (:meth:`unroll`); the results
-        have the batch's shape (``[N]``, or ``[b, T]``)."""
-        if isinstance(batch, Sequences):
-            out = self.unroll(params, batch.memory, batch.observation, batch.episode_start)
-            return self._evaluate(out, batch.action)
-        return self.evaluate(params, batch.observation, batch.action)
-
-    # -- memory ------------------------------------------------------------------------------
-
-    def initial_memory(self, n: int) -> jax.Array:
-        """The memory of ``n`` environments at an episode's start: zeros ``[n, W]``."""
-        return jnp.zeros((n, self.memory_width), jnp.float32)
-
-    def act_recurrent(
-        self,
-        params: Any,
-        memory: jax.Array,
-        observation: jax.Array,
-        episode_start: jax.Array,
-        key: jax.Array,
-    ) -> tuple[jax.Array, dict[str, jax.Array]]:
-        """One step of the recurrent policy: ``(memory after the step, the actor's outputs)``.
-
-        ``memory`` ``[B, W]`` is reset where ``episode_start`` ``[B]`` holds, then the network
-        steps; the outputs add ``memory`` (the one acted from, after the reset) and
-        ``episode_start`` to :meth:`act`'s."""
-        memory = _reset(memory, episode_start)
-        memory_next, out = self.net.apply(params, memory, observation)
-        outputs = {**self._sample(out, key), "memory": memory, "episode_start": episode_start}
-        return memory_next, outputs
-
-    def unroll(
-        self, params: Any, memory: jax.Array, observation: jax.Array, episode_start: jax.Array
-    ) -> tuple[jax.Array, ...]:
-        """The network's outputs over whole sequences, as the actor computed them step by step.
-
-        ``memory`` ``[b, W]`` is each sequence's memory before its first step; ``observation``
-        ``[b, T, ...]`` and ``episode_start`` ``[b, T]`` are env-major (as :class:`Sequences`
-        stores them). Each step resets the memory where an episode starts, then steps the cell,
-        exactly as :meth:`act_recurrent`; outputs ``[b, T, ...]``."""
-
-        def step(m, inputs):
-            obs, start = inputs
-            return self.net.apply(params, _reset(m, start), obs)
-
-        time_major = (jnp.swapaxes(observation, 0, 1), jnp.swapaxes(episode_start, 0, 1))
-        _, out = jax.lax.scan(step, memory, time_major)
-        return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)
-
-    def next_values(self, params: Any, trajectory: Transition) -> jax.Array:
-        """``V(s'_t)`` ``[T, B]`` for a recurrent policy, from the memory carried one step further.
-
-        Step ``t`` re-runs the network from the rollout's first memory with the actor's resets,
-        and takes the value of ``next_observation`` from the memory *after* step ``t`` and
-        *before* any reset: where the episode ended, ``s'_t`` is its final observation and
-        belongs to the ended episode, whose memory is the one that has seen it through; where it
-        goes on, ``s'_t`` is the next step's observation, met with the memory the actor meets it
-        with."""
-        value = functools.partial(self.net.apply, params, method=RecurrentActorCritic.value)
-
-        def step(m, inputs):
-            obs, next_obs, start = inputs
-            m, _ = self.net.apply(params, _reset(m, start), obs)
-            return m, value(m, next_obs)
-
-        extras = trajectory.extras
-        inputs = (trajectory.observation, trajectory.next_observation, extras["episode_start"])
-        return jax.lax.scan(step, extras["memory"][0], inputs)[1]
-
-    def value(self, params: Any, observation: jax.Array) -> jax.Array:
-        return self.net.apply(params, observation, method=ActorCritic.value)
-
-    def mode(self, params: Any, observation: jax.Array) -> jax.Array:
-        """The deterministic policy (for evaluation): the most probable action, or the Gaussian's
-        mean clipped to the box."""
-        return self._mode(self.net.apply(params, observation))
-
-    def recurrent_mode(
-        self, params: Any, observation: jax.Array, memory: jax.Array
-    ) -> tuple[jax.Array, jax.Array]:
-        """:meth:`mode` with memory: ``(actions, memory after the step)``; the caller resets
-        ``memory`` to :meth:`initial_memory` where episodes start (``Algorithm.policy_memory``)."""
-        memory, out = self.net.apply(params, memory, observation)
-        return self._mode(out), memory
-
-    def _mode(self, out: tuple[jax.Array, ...]) -> jax.Array:
-        if self.continuous:
-            return jnp.clip(out[0], self.low, self.high)
-        return dist.categorical_mode(out[0])
-
-    def learned_action(self, trajectory: Transition) -> jax.Array:
-        """The action whose log-probability the learner evaluates: the raw Gaussian sample for a
-        Box (the env got it clipped), the action itself for a Discrete space."""
-        return trajectory.extras["raw_action"] if self.continuous else trajectory.action
-
-
 def actor(policy: Policy, num_envs: int) -> Fragment:
     """The actor fragment: ``(observation, params) -> action, [raw_action,] log_prob, value``.
 
@@ -360,25 +170,9 @@ class ActorMemory(NamedTuple):
     memory: jax.Array
 
 
-def _reset(memory: jax.Array, episode_start: jax.Array) -> jax.Array:
-    """``memory`` ``[B, W]`` with zeros (the initial memory) where ``episode_start`` ``[B]``."""
-    return jnp.where(episode_start[..., None], 0.0, memory)
-
-
 class LearnerState(NamedTuple):
     params: Any
     opt_state: optax.OptState
-
-
-class Batch(NamedTuple):
-    """A rollout flattened to ``[T·B, ...]``, with advantages and value targets."""
-
-    observation: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array
-    advantage: jax.Array
-    target: jax.Array
 
 
 def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCriticConfig) -> Batch:
@@ -407,22 +201,6 @@ def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCri
         target,
     )
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
-
-
-class Sequences(NamedTuple):
-    """A rollout as whole env sequences, env-major: ``[B, T, ...]`` for what varies in time,
-    with advantages and value targets, and each sequence's memory before its first step
-    ``memory`` ``[B, W]``: what a recurrent learner re-runs (:meth:`Policy.unroll`). Split it by
-    environment only (``fragments.minibatch.sequence_minibatch_epochs``)."""
-
-    observation: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array
-    advantage: jax.Array
-    target: jax.Array
-    episode_start: jax.Array
-    memory: jax.Array
 
 
 def make_sequences(

@@ -2,11 +2,12 @@
 
 The cart's velocity ẋ and the pole's angular velocity θ̇ are left out of the observation, so no
 function of the current observation alone balances the pole well: a policy has to infer the
-velocities from the observations it has seen (differences of successive positions estimate
-them), which needs memory. Everything else is CartPole-v1's: the same state, parameters (:class:`CartPoleParams`), dynamics,
-reward of 1 per step, termination and 500-step truncation; this class only drops two entries of
-the observation CartPole computes. The variant is one of the partially observed tasks of POPGym
-(Morad et al., 2023, "POPGym: Benchmarking Partially Observable Reinforcement Learning").
+velocities from the observations it has seen (differences of successive positions estimate them),
+which needs memory. Everything else is CartPole-v1's: the same state, parameters
+(:class:`CartPoleParams`), dynamics, reward of 1 per step, termination and 500-step truncation;
+this class only drops two entries of the observation CartPole computes. The variant is one of the
+partially observed tasks of POPGym (Morad et al., 2023, "POPGym: Benchmarking Partially Observable
+Reinforcement Learning").
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def test_unset_run_settings_take_the_algorithms_defaults():
     assert (given.num_envs, given.rollout_len, given.env) == (2, 8, "Pendulum-v1")
     # An unresolved config says what is missing instead of computing with None.
     with pytest.raises(ValueError, match="total_steps is unset"):
-        rl.TrainConfig(algo="sac").num_iterations
+        _ = rl.TrainConfig(algo="sac").num_iterations
 
 
 def test_the_run_folder_records_the_resolved_run_settings(tmp_path):

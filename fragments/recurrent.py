@@ -1,0 +1,127 @@
+"""Recurrent networks: a torso followed by a GRU or LSTM cell, and the actor-critic built from
+two of them (the recurrent policies of PPO and A2C, ``--memory gru|lstm``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl_fdg.fragments.networks import (
+    ACTIVATIONS,
+    MLP,
+    ConvTorso,
+    orthogonal,
+)
+
+MEMORIES = ("none", "gru", "lstm")
+
+
+def reset_memory(memory: jax.Array, episode_start: jax.Array) -> jax.Array:
+    """``memory`` ``[B, W]`` with zeros (the initial memory) where ``episode_start`` ``[B]``."""
+    return jnp.where(episode_start[..., None], 0.0, memory)
+
+
+def memory_width(memory: str, memory_size: int) -> int:
+    """Width of a :class:`RecurrentActorCritic`'s memory as one array: each of its two networks
+    keeps ``memory_size`` units for a GRU, twice that for an LSTM (cell and hidden vectors)."""
+    return 2 * (2 * memory_size if memory == "lstm" else memory_size)
+
+
+class RecurrentCore(nn.Module):
+    """The hidden layers of ``hidden_sizes`` (after a :class:`ConvTorso` with ``torso="cnn"``),
+    then a recurrent cell of ``memory_size`` units: flax's ``GRUCell`` (Cho et al. 2014) or
+    ``OptimizedLSTMCell`` (Hochreiter & Schmidhuber 1997), whose ``(c, h)`` it keeps as one array
+    ``[c, h]``. One step: ``(memory [B, M], obs [B, *obs_shape]) -> (memory, features [B, H])``.
+    """
+
+    hidden_sizes: Sequence[int]
+    activation: str
+    obs_ndim: int
+    torso: str
+    memory: str
+    memory_size: int
+
+    def setup(self) -> None:
+        sizes = tuple(self.hidden_sizes)
+        body = MLP(sizes[:-1], sizes[-1], self.activation, out_scale=np.sqrt(2.0))
+        cnn = self.torso == "cnn"
+        self.body = nn.Sequential([ConvTorso(activation=self.activation), body]) if cnn else body
+        # The project's orthogonal initializer: flax's own batches its QRs under vmap, which can
+        # hang XLA:CPU (see orthogonal).
+        cells = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
+        self.cell = cells[self.memory](self.memory_size, recurrent_kernel_init=orthogonal(1.0))
+
+    def __call__(self, memory: jax.Array, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        obs = obs.astype(jnp.float32)
+        if self.torso != "cnn":
+            obs = obs.reshape(*obs.shape[: obs.ndim - self.obs_ndim], -1)
+        x = ACTIVATIONS[self.activation](self.body(obs))
+        if self.memory == "lstm":
+            (c, h), y = self.cell(tuple(jnp.split(memory, 2, axis=-1)), x)
+            return jnp.concatenate([c, h], axis=-1), y
+        return self.cell(memory, x)
+
+
+class RecurrentActorCritic(nn.Module):
+    """:class:`ActorCritic` with memory: policy and value networks each a
+    :class:`RecurrentCore` (torso, then a GRU or LSTM cell) and a linear head (orthogonal gains
+    0.01 for the policy, 1.0 for the value).
+
+    As in :class:`ActorCritic`, the two share no parameters, and so each has a memory of its
+    own: the value loss's scale never reaches the policy's features (with one shared core, the
+    value gradients of CartPole's returns of hundreds swamp the policy's after global-norm
+    clipping). The memory is one array ``[..., memory_width]`` (:func:`memory_width`), the
+    policy's then the value's, zeros at the start of an episode; resetting it where episodes
+    start is the caller's business (``fragments.actor_critic``).
+
+    ``__call__`` is one step: ``(memory [B, W], obs [B, *obs_shape]) -> (memory, (logits [B, A],
+    value [B]))``, or with ``continuous`` ``(mean, log_std, value)`` as
+    :class:`GaussianActorCritic`, whose state-independent log-std it shares.
+    """
+
+    num_actions: int
+    hidden_sizes: Sequence[int] = (64, 64)
+    activation: str = "tanh"
+    obs_ndim: int = 1
+    torso: str = "mlp"
+    memory: str = "gru"
+    memory_size: int = 128
+    continuous: bool = False
+    log_std_init: float = 0.0
+
+    def setup(self) -> None:
+        core = dict(
+            hidden_sizes=tuple(self.hidden_sizes),
+            activation=self.activation,
+            obs_ndim=self.obs_ndim,
+            torso=self.torso,
+            memory=self.memory,
+            memory_size=self.memory_size,
+        )
+        self.policy_core = RecurrentCore(**core)
+        self.value_core = RecurrentCore(**core)
+        self.policy = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))
+        self.critic = nn.Dense(1, kernel_init=orthogonal(1.0))
+        if self.continuous:
+            self.log_std = self.param(
+                "log_std", nn.initializers.constant(self.log_std_init), (self.num_actions,)
+            )
+
+    def __call__(self, memory: jax.Array, obs: jax.Array):
+        policy_memory, value_memory = jnp.split(memory, 2, axis=-1)
+        policy_memory, y = self.policy_core(policy_memory, obs)
+        value_memory, z = self.value_core(value_memory, obs)
+        memory = jnp.concatenate([policy_memory, value_memory], axis=-1)
+        out, value = self.policy(y), self.critic(z)[..., 0]
+        if self.continuous:
+            return memory, (out, jnp.broadcast_to(self.log_std, out.shape), value)
+        return memory, (out, value)
+
+    def value(self, memory: jax.Array, obs: jax.Array) -> jax.Array:
+        """``V [B]`` after one step from ``memory`` (the value network alone)."""
+        _, value_memory = jnp.split(memory, 2, axis=-1)
+        return self.critic(self.value_core(value_memory, obs)[1])[..., 0]
