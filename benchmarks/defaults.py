@@ -1,0 +1,110 @@
+"""Every algorithm's default run, as a new user starts it: ``jaxrl-fdg train --algo X`` and no
+other flag, in a fresh process. Records the final return against the algorithm's threshold, the
+wall time of the whole command, run and compile seconds apart, and env-steps/s; rewrites the
+README's table of default runs.
+
+    python benchmarks/defaults.py                  # every registered algorithm
+    python benchmarks/defaults.py --algos sac,td3  # a subset (the README table keeps the rest)
+
+Thresholds: CartPole-v1 is solved at 475 (gymnasium's reward threshold); the bar here is 400 of
+500. Pendulum-v1 has no threshold; −250 (SAC, TD3) and −300 (DDPG)
+are well above a policy that does not swing up (about −1,200) and below the −150 these reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.profiling import write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "defaults.json"
+README = ROOT / "README.md"
+START, END = "<!-- defaults-table -->", "<!-- /defaults-table -->"
+# The return each default run must reach within 3 minutes of run time (issue 15), by env.
+THRESHOLDS = {"CartPole-v1": 400.0, "Pendulum-v1": -250.0}
+ALGO_THRESHOLDS = {"ddpg": -300.0}
+RUN_LIMIT_S = 180.0
+
+
+def run_default(algo: str, seed: int) -> dict:
+    """``jaxrl-fdg train --algo ALGO`` in a fresh process; its summary and the command's wall."""
+    with tempfile.TemporaryDirectory() as out:
+        command = [sys.executable, "-m", "jaxrl_fdg", "train", "--algo", algo]
+        flags = ["--out", out, "--run-name", "run", "--no-progress", "--seed", str(seed)]
+        start = time.perf_counter()
+        done = subprocess.run(command + flags, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise RuntimeError(f"{algo}: exit {done.returncode}\n{done.stderr[-2000:]}")
+        summary = json.loads((Path(out) / "run" / "summary.json").read_text())
+    env = summary["env"]
+    threshold = ALGO_THRESHOLDS.get(algo, THRESHOLDS.get(env))
+    return {
+        "command": f"jaxrl-fdg train --algo {algo}",
+        "env": env,
+        "env_steps": summary["env_steps"],
+        "final_return": summary["final_return"],
+        "threshold": threshold,
+        "reached": threshold is not None and summary["final_return"] >= threshold,
+        "within_limit": summary["run_s"] <= RUN_LIMIT_S,
+        "wall_s": wall,
+        "run_s": summary["run_s"],
+        "compile_s": summary["compile_s"],
+        "steps_per_s": summary["steps_per_s"],
+    }
+
+
+def table(results: dict) -> str:
+    lines = [
+        "| `jaxrl-fdg train --algo …` | env | env steps | final return | threshold "
+        "| wall s | run s | compile s | env-steps/s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for algo, r in sorted(results.items()):
+        lines.append(
+            f"| `{algo}` | {r['env']} | {r['env_steps']:,} | {r['final_return']:.1f} "
+            f"| {r['threshold']:g} | {r['wall_s']:.1f} | {r['run_s']:.1f} "
+            f"| {r['compile_s']:.1f} | {r['steps_per_s']:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def update_readme(results: dict) -> None:
+    text = README.read_text()
+    if START not in text:
+        return
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{START}\n{table(results)}\n{END}{tail}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algos", default=",".join(rl.algorithm.registered()))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    previous = json.loads(Path(args.out).read_text())["results"] if Path(args.out).exists() else {}
+    results = dict(previous)
+    for algo in args.algos.split(","):
+        r = results[algo] = run_default(algo, args.seed)
+        print(
+            f"{algo:<6} {r['env']:<12} return {r['final_return']:8.1f} (≥ {r['threshold']:g}: "
+            f"{'yes' if r['reached'] else 'NO'})  wall {r['wall_s']:.1f} s  run {r['run_s']:.1f} s"
+            f"  compile {r['compile_s']:.1f} s  {r['steps_per_s']:,.0f} steps/s",
+            flush=True,
+        )
+    write_report(args.out, "defaults", {"seed": args.seed, "run_limit_s": RUN_LIMIT_S}, results)
+    update_readme(results)
+
+
+if __name__ == "__main__":
+    main()
