@@ -58,7 +58,7 @@ def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
 
 def test_recurrent_resume_equals_uninterrupted(tmp_path):
     # The actor's memory of each environment is part of the state a resume must restore. The
-    # sizes are those of tests/policies/test_fusion.py's recurrent PPO.
+    # sizes are those of the recurrent PPO of tests/policies/fusion_sweep.py.
     config = rl.TrainConfig(
         total_steps=2 * 8 * 3,
         num_envs=2,
