@@ -27,6 +27,7 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 
 import jaxrl_fdg as rl  # noqa: E402
+from jaxrl_fdg.config import resolve  # noqa: E402
 from jaxrl_fdg.profiling import write_report  # noqa: E402
 
 CASES = {
@@ -52,6 +53,7 @@ def main() -> None:
         progress=False,
         compile_cache=False,
     )
+    base = resolve(base).config  # the settings left unset, as the run resolves them
     runs: dict[str, list[dict]] = {name: [] for name in CASES}
     for _ in range(args.repeats):
         for name, changes in CASES.items():

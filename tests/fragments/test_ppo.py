@@ -66,7 +66,7 @@ def test_categorical_helpers():
 def test_default_ppo_solves_cartpole_on_three_seeds():
     # Reference: PureJaxRL's PPO on CartPole-v1 with these hyperparameters reaches ~500 within
     # 5e5 steps; here 10 seeds all averaged 500 over the last 20 iterations (2026-11, 2-core CPU).
-    config = rl.TrainConfig(out=None, progress=False)
+    config = resolve(rl.TrainConfig(out=None, progress=False)).config  # PPO's default run
     assert config.total_steps <= 500_000
     train = jax.jit(jax.vmap(rl.make_train(config)))
     _, metrics = train(jax.vmap(jax.random.key)(jnp.arange(3)))
