@@ -94,6 +94,17 @@ COMPILED = [m for m in rl.FUSION_MODES if m not in ("scan", "eager")]
 EAGER_DEFAULT = ("ppo", "dqn")
 
 
+# The compiled-mode sweep of A2C, C51 and DDPG is in the slow tier: each shares its module's code
+# (actor_critic, the Q-learning machinery of dqn, dpg) with PPO, DQN and TD3, which the default
+# tier sweeps, and CI runs both tiers.
+COMPILED_SLOW = ("a2c", "c51", "ddpg")
+
+
+def algo_params(algos):
+    """``algo``'s parameters: each of ``algos``, in the slow tier if in COMPILED_SLOW."""
+    return [pytest.param(a, marks=pytest.mark.slow if a in COMPILED_SLOW else ()) for a in algos]
+
+
 def eager_params(algos):
     """``eager``'s parameters: each of ``algos``, in the slow tier unless in EAGER_DEFAULT."""
     return [pytest.param(a, marks=() if a in EAGER_DEFAULT else pytest.mark.slow) for a in algos]

@@ -13,6 +13,7 @@ from fusion_sweep import (  # noqa: E402  (the tests below run over this file's 
     OFF_POLICY,
     ON_POLICY,
     TINY,
+    algo_params,
     eager_of,
     eager_params,
     results_of,
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-@pytest.fixture(scope="module", params=ALGOS)
+@pytest.fixture(scope="module", params=algo_params(ALGOS))
 def algo(request):
     return request.param
 

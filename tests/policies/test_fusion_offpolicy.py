@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # for ``fusion_sweep``
 
 from fusion_sweep import (  # noqa: E402  (the tests below run over this file's ALGOS)
     OFF_POLICY,
+    algo_params,
     eager_of,
     eager_params,
     results_of,
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-@pytest.fixture(scope="module", params=ALGOS)
+@pytest.fixture(scope="module", params=algo_params(ALGOS))
 def algo(request):
     return request.param
 
