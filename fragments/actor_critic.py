@@ -285,6 +285,32 @@ def gradient_step(
     return update
 
 
+def rollout_learner(
+    init_params: Callable[[jax.Array], Any],
+    tx: optax.GradientTransformation,
+    learn: Callable[[LearnerState, Any, jax.Array], tuple[LearnerState, dict[str, Any]]],
+) -> Fragment:
+    """The learner fragment of an algorithm that learns from each rollout once, then drops it
+    (PPO, A2C, PQN): its state is a :class:`LearnerState` of the parameters ``init_params(key)``
+    makes and ``tx``'s state for them; ``learn(state, {"trajectory"}, key)`` outputs
+    ``metrics``; it publishes ``params`` for the actor."""
+
+    def init(key):
+        params = init_params(key)
+        return LearnerState(params, tx.init(params))
+
+    return fragment(
+        "learner",
+        Role.LEARNER,
+        learn,
+        init=init,
+        inputs=("trajectory",),
+        outputs=("metrics",),
+        publish=lambda state: {"params": state.params},
+        published=("params",),
+    )
+
+
 def algorithm(
     name: str,
     ctx: AlgorithmContext,
@@ -296,10 +322,6 @@ def algorithm(
     (:class:`Sequences` for a recurrent policy) and hands it to ``update(state, batch, key)``,
     the algorithm's own part."""
 
-    def init(key):
-        params = policy.init(key)
-        return LearnerState(params, tx.init(params))
-
     prepare = make_sequences if policy.recurrent else make_batch
 
     def learn(state: LearnerState, inputs, key):
@@ -307,16 +329,7 @@ def algorithm(
         state, metrics = update(state, batch, key)
         return state, {"metrics": metrics}
 
-    learner = fragment(
-        "learner",
-        Role.LEARNER,
-        learn,
-        init=init,
-        inputs=("trajectory",),
-        outputs=("metrics",),
-        publish=lambda state: {"params": state.params},
-        published=("params",),
-    )
+    learner = rollout_learner(policy.init, tx, learn)
     if policy.recurrent:
         return Algorithm(
             name,

@@ -171,8 +171,8 @@ def build_q_learning(ctx: AlgorithmContext, name: str, head: QHead) -> Algorithm
     hp: DQNConfig = ctx.hparams
     tx = ctx.optimizer(optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr)))
     total_steps = ctx.num_iterations * ctx.batch_size
-    epsilon = optax.linear_schedule(
-        hp.epsilon_start, hp.epsilon_end, max(1, int(hp.epsilon_fraction * total_steps))
+    epsilon = exploration.epsilon_schedule(
+        hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, total_steps
     )
     obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
 
@@ -191,9 +191,7 @@ def build_q_learning(ctx: AlgorithmContext, name: str, head: QHead) -> Algorithm
     learn = _learner(head, tx, hp)
     actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.params)
 
-    def greedy(params, observation):
-        return jnp.argmax(head.q_values(params, observation), axis=-1).astype(jnp.int32)
-
+    greedy = exploration.greedy_policy(head.q_values)
     return Algorithm(name, actor, learner, offpolicy.off_policy(ctx, hp.gamma), greedy)
 
 

@@ -1,14 +1,51 @@
-"""Exploration for off-policy actors: warm-up with random actions, ε-greedy, Gaussian noise.
+"""Exploration for value-based and off-policy actors: warm-up with random actions, ε-greedy and
+its schedule, Gaussian noise, and the actor fragment whose state counts the env steps taken.
 
-Every function is pure and batched over the leading axis ``B`` (one row per environment).
+Every function of actions is pure and batched over the leading axis ``B`` (one row per
+environment).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+import optax
 
+from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
+
+
+def epsilon_schedule(start: float, end: float, fraction: float, total_steps: int) -> optax.Schedule:
+    """ε falling linearly from ``start`` to ``end`` over the first ``fraction`` of
+    ``total_steps`` env steps, then staying at ``end``."""
+    return optax.linear_schedule(start, end, max(1, int(fraction * total_steps)))
+
+
+def counting_actor(act: Callable[[jax.Array, Any, jax.Array], Any]) -> Fragment:
+    """The actor fragment whose state is the number of env steps taken (int32, from 0), which
+    drives its schedules: ``act(steps, inputs, key) -> (steps + B, {"action": ...})`` reads the
+    learner's published ``params`` and the ``observation``."""
+    return fragment(
+        "actor",
+        Role.ACTOR,
+        act,
+        init=lambda key: jnp.zeros((), jnp.int32),
+        inputs=("observation", "params"),
+        outputs=("action",),
+    )
+
+
+def greedy_policy(q_values: Callable[[Any, jax.Array], jax.Array]) -> Callable:
+    """The deterministic policy of a Q-function ``q_values(params, observation) -> [B, A]``:
+    ``(params, observation) -> argmax_a Q`` (int32 ``[B]``), for evaluation."""
+
+    def greedy(params: Any, observation: jax.Array) -> jax.Array:
+        return jnp.argmax(q_values(params, observation), axis=-1).astype(jnp.int32)
+
+    return greedy
 
 
 def random_actions(key: jax.Array, space: Space, batch: int) -> jax.Array:

@@ -20,7 +20,7 @@ from jaxrl_fdg.core.algorithm import AlgorithmContext, OffPolicy, hparam
 from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.replay import linear_beta, make_prioritized, make_uniform
 from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
 
@@ -206,14 +206,7 @@ def actor_and_learner(act: Any, init: Any, learn: Any, params: Any) -> tuple[Fra
     learner's published ``params`` and the ``observation``); the learner reads ``batch`` and
     outputs ``metrics`` and ``td_error``, publishing ``params(state)`` for the actor.
     """
-    actor = fragment(
-        "actor",
-        Role.ACTOR,
-        act,
-        init=lambda key: jnp.zeros((), jnp.int32),
-        inputs=("observation", "params"),
-        outputs=("action",),
-    )
+    actor = exploration.counting_actor(act)
     learner = fragment(
         "learner",
         Role.LEARNER,

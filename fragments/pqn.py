@@ -30,7 +30,6 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
-from jaxrl_fdg.core.fragment import Role, fragment
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
@@ -131,8 +130,8 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
     tx = ac.optimizer(ctx, num_updates, optax.radam)
     total_steps = ctx.num_iterations * ctx.batch_size
-    epsilon = optax.linear_schedule(
-        hp.epsilon_start, hp.epsilon_end, max(1, int(hp.epsilon_fraction * total_steps))
+    epsilon = exploration.epsilon_schedule(
+        hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, total_steps
     )
     obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
 
@@ -151,10 +150,6 @@ def build(ctx: AlgorithmContext) -> Algorithm:
 
     step = ac.gradient_step(loss, tx)
 
-    def init(key):
-        params = net.init(key, obs_example)
-        return ac.LearnerState(params, tx.init(params))
-
     def learn(state: ac.LearnerState, inputs, key):
         batch = make_batch(net, state.params, inputs["trajectory"], hp)
         state, metrics = minibatch_epochs(
@@ -167,29 +162,9 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         )
         return state, {"metrics": {**metrics, "target_mean": batch.target.mean()}}
 
-    actor = fragment(
-        "actor",
-        Role.ACTOR,
-        act,
-        init=lambda key: jnp.zeros((), jnp.int32),
-        inputs=("observation", "params"),
-        outputs=("action",),
-    )
-    learner = fragment(
-        "learner",
-        Role.LEARNER,
-        learn,
-        init=init,
-        inputs=("trajectory",),
-        outputs=("metrics",),
-        publish=lambda state: {"params": state.params},
-        published=("params",),
-    )
-
-    def greedy(params, observation):
-        return jnp.argmax(net.apply(params, observation), axis=-1).astype(jnp.int32)
-
-    return Algorithm("pqn", actor, learner, policy=greedy)
+    learner = ac.rollout_learner(lambda key: net.init(key, obs_example), tx, learn)
+    actor = exploration.counting_actor(act)
+    return Algorithm("pqn", actor, learner, policy=exploration.greedy_policy(net.apply))
 
 
 SPEC = AlgorithmSpec(
