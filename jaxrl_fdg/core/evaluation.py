@@ -52,21 +52,7 @@ def evaluator(
     after an episode's end count for nothing, but the policy acts on them as on a new episode).
     """
 
-    def act(params: Any, c: _Episodes) -> tuple[jax.Array, Any]:
-        if memory is None:
-            return policy(params, c.observation), ()
-        return policy(params, c.observation, c.memory)
-
-    def carried(memory_after: Any, ended: jax.Array) -> Any:
-        if memory is None:
-            return ()
-        start = memory(episodes)
-        return jax.tree.map(
-            lambda m, m0: jnp.where(ended.reshape(-1, *[1] * (m.ndim - 1)), m0, m),
-            memory_after,
-            start,
-        )
-
+    act, initial = _with_memory(policy, memory)
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     max_steps = int(env_params.max_steps)
@@ -82,7 +68,7 @@ def evaluator(
             zeros,
             jnp.zeros((episodes,), bool),
             key,
-            () if memory is None else memory(episodes),
+            initial(episodes),
         )
 
         def running(c: _Episodes) -> jax.Array:
@@ -90,7 +76,7 @@ def evaluator(
 
         def one_step(c: _Episodes) -> _Episodes:
             key, k_step = jax.random.split(c.key)
-            action, memory_after = act(params, c)
+            action, memory_after = act(params, c.observation, c.memory)
             env_state, ts = step(jax.random.split(k_step, episodes), c.env, action, env_params)
             live = ~c.done
             ended = ts.terminated | ts.truncated
@@ -101,7 +87,7 @@ def evaluator(
                 c.length + live,
                 c.done | ended,
                 key,
-                carried(memory_after, ended),
+                _reset_where(ended, memory_after, initial(episodes)),
             )
 
         end = jax.lax.while_loop(running, one_step, start)
@@ -115,6 +101,23 @@ def evaluator(
         return state, play(inputs["params"], key)
 
     return fragment(name, Role.EVALUATOR, apply, inputs=("params",), outputs=EVAL_OUTPUTS)
+
+
+def _with_memory(
+    policy: Policy, memory: Callable[[int], Any] | None
+) -> tuple[Callable[[Any, jax.Array, Any], tuple[jax.Array, Any]], Callable[[int], Any]]:
+    """``(params, observations, memory) -> (actions, memory)`` and the initial memory of ``n``
+    environments, for any policy: one without memory carries an empty one, ``()``."""
+    if memory is not None:
+        return policy, memory
+    return (lambda params, observation, _: (policy(params, observation), ())), lambda n: ()
+
+
+def _reset_where(ended: jax.Array, memory: Any, initial: Any) -> Any:
+    """``memory`` with each environment's rows put back to ``initial`` where ``ended`` ``[B]``."""
+    return jax.tree.map(
+        lambda m, m0: jnp.where(ended.reshape(-1, *[1] * (m.ndim - 1)), m0, m), memory, initial
+    )
 
 
 def evaluation_key(seed: int, iteration: int) -> jax.Array:
