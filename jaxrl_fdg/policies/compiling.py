@@ -10,25 +10,44 @@ from typing import Any
 
 from jaxrl_fdg.profiling.timers import Timings
 
+# XLA options for programs that run once (``init``): no LLVM optimisation of their kernels. They
+# compile in about half the time, and how fast they run does not matter. Their numbers are not
+# those of the same ops compiled with full optimisation (LLVM's instruction choices change the
+# last bits of a float), so every placement and mode compiles ``init`` the same way, here.
+RUN_ONCE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+
+# Programs compiled with :data:`RUN_ONCE_OPTIONS`.
+RUN_ONCE = frozenset({"init"})
+
 
 class Compiler:
-    """Lowered programs compiling on worker threads, in the order given: one thread per two
-    usable cores (XLA:CPU already spreads one compile over about two), at least one.
+    """Lowered programs compiling on worker threads in the order :meth:`submit` hands them in,
+    each starting as soon as it is lowered, so that XLA compiles one program while Python
+    traces and lowers the next.
 
     :meth:`result` waits for a program and charges its own compile seconds (plus the lowering
     measured before) to ``compile:<name>``, as part of the ``compile`` scope's programs."""
 
-    def __init__(self, lowered: dict[str, tuple[Any, float]], timings: Timings):
+    def __init__(self, timings: Timings, workers: int | None = None):
         self.timings = timings
-        self.lowering = {name: seconds for name, (_, seconds) in lowered.items()}
+        self.workers = workers or compile_workers()
+        self.lowering: dict[str, float] = {}
         self.futures: dict[str, concurrent.futures.Future] = {}
-        if not lowered:
-            return
-        workers = max(1, min(len(lowered), usable_cores() // 2))
-        pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="compile")
-        for name, (program, _) in lowered.items():
-            self.futures[name] = pool.submit(compile_timed, program)
-        pool.shutdown(wait=False)  # its threads end when the queue is done
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def submit(self, name: str, lowered: Any, lowering_s: float) -> None:
+        """Start compiling ``lowered`` (which took ``lowering_s`` to trace and lower)."""
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                self.workers, thread_name_prefix="compile"
+            )
+        self.lowering[name] = lowering_s
+        self.futures[name] = self._pool.submit(compile_timed, lowered, name)
+
+    def close(self) -> None:
+        """No more programs: the worker threads end when the queue is done."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
 
     def __contains__(self, name: str) -> bool:
         return name in self.futures
@@ -39,10 +58,19 @@ class Compiler:
         return compiled
 
 
-def compile_timed(lowered: Any) -> tuple[Any, float]:
+def compile_timed(lowered: Any, name: str = "") -> tuple[Any, float]:
+    """``lowered`` compiled (with :data:`RUN_ONCE_OPTIONS` if ``name`` is in :data:`RUN_ONCE`),
+    and the seconds that took."""
     start = time.perf_counter()
-    compiled = lowered.compile()
+    compiled = lowered.compile(RUN_ONCE_OPTIONS if name in RUN_ONCE else None)
     return compiled, time.perf_counter() - start
+
+
+def compile_workers() -> int:
+    """Threads compiling at once: one per two usable cores (XLA:CPU spreads one compile over
+    about two), and at least two, so that ``init``'s compile (short, and mostly on one core)
+    runs beside the mode's program's instead of after it."""
+    return max(2, usable_cores() // 2)
 
 
 def usable_cores() -> int:

@@ -60,12 +60,12 @@ class Plan:
         self.timings = timings or Timings()
         self._programs: dict[str, Callable] = {}
         self._functions: dict[str, Callable] = {}  # what each program compiles
-        self._compiling = Compiler({}, self.timings)  # programs still compiling (start)
+        self._compiling = Compiler(self.timings)  # programs still compiling (start)
 
     def init(self, key: jax.Array) -> LoopState:
         """The initial loop state (itself a compiled program, except in eager mode)."""
         with self.timings.scope("compile:init", always=True):
-            self._programs["init"] = jax.jit(self.loop.init).lower(key).compile()
+            self._programs["init"], _ = compile_timed(jax.jit(self.loop.init).lower(key), "init")
         return self._call("init", key)
 
     def compile(self, state: LoopState, extra: Extra | None = None) -> None:
@@ -74,29 +74,35 @@ class Plan:
         self._compile_each(self._all_signatures(state, extra))
 
     def _compile_each(self, signatures: dict[str, tuple[Callable, tuple]]) -> None:
-        for name, (lowered, lowering) in self._lower(signatures).items():
-            compiled, seconds = compile_timed(lowered)
+        for name, lowered, lowering in self._lowered(signatures):
+            compiled, seconds = compile_timed(lowered, name)
             self._programs[name] = compiled
             self.timings.record(f"compile:{name}", lowering + seconds)
 
-    def _lower(self, signatures: dict[str, tuple[Callable, tuple]]) -> dict[str, tuple[Any, float]]:
-        """Each program lowered for its arguments, with the seconds that took (tracing
-        included). Programs this mode runs as plain Python are set aside, not lowered."""
-        uncompiled, lowered = self._uncompiled(), {}
+    def _lowered(self, signatures: dict[str, tuple[Callable, tuple]]):
+        """``(name, lowered, seconds)`` for each program in turn, lowered for its arguments
+        (the seconds include tracing). Programs this mode runs as plain Python are set aside,
+        not lowered."""
+        uncompiled = self._uncompiled()
         for name, (fn, args) in signatures.items():
             self._functions[name] = fn
             if name in uncompiled:
                 self._programs[name] = fn
                 continue
             start = time.perf_counter()
-            lowered[name] = (jax.jit(fn).lower(*args), time.perf_counter() - start)
-        return lowered
+            lowered = jax.jit(fn).lower(*args)
+            yield name, lowered, time.perf_counter() - start
 
     def start(self, key: jax.Array, extra: Extra | None = None) -> LoopState:
         """:meth:`init` and :meth:`compile` in one, without waiting for ``init`` to run: every
         program, ``init`` included, is lowered for the shapes ``init`` will return (traced, not
-        computed) and compiled on worker threads (XLA releases the GIL while it compiles).
-        Returns the initial state once ``init`` and the mode's own programs are compiled.
+        computed) and compiled on worker threads (XLA releases the GIL while it compiles), each
+        as soon as it is lowered. Returns the initial state once ``init`` and the mode's own
+        programs are compiled.
+
+        The mode's programs are lowered first: they take longest to compile, and ``init``'s
+        lowering (which sets up LAPACK for its orthogonal initialisers on a process's first QR)
+        and the ``extra`` programs' run beside that compile.
 
         ``extra`` maps more program names to ``(fn, args_for)``, ``args_for(state)`` giving the
         arguments to compile ``fn`` for, called with :meth:`call`. They keep compiling behind
@@ -109,14 +115,24 @@ class Plan:
         sum when they overlap."""
         extra = extra or {}
         with self.timings.scope("compile", always=True):
+            self._compiling = compiler = Compiler(self.timings)
             start = time.perf_counter()
             traced = jax.jit(self.loop.init).trace(key)
-            lowered = {"init": (traced.lower(), time.perf_counter() - start)}
-            lowered.update(self._lower(self._all_signatures(traced.out_info, extra)))
-            self._compiling = Compiler(lowered, self.timings)
-            for name in lowered:
-                if name not in extra:
-                    self._programs[name] = self._compiling.result(name)
+            tracing = time.perf_counter() - start
+            own = self._signatures(traced.out_info)
+            for name, lowered, seconds in self._lowered(own):
+                compiler.submit(name, lowered, seconds)
+            start = time.perf_counter()
+            compiler.submit("init", traced.lower(), tracing + time.perf_counter() - start)
+            others = {
+                name: (fn, args_for(traced.out_info)) for name, (fn, args_for) in extra.items()
+            }
+            for name, lowered, seconds in self._lowered(others):
+                compiler.submit(name, lowered, seconds)
+            compiler.close()
+            for name in ["init", *own]:
+                if name in compiler:
+                    self._programs[name] = compiler.result(name)
         return self._call("init", key)
 
     def _program(self, name: str) -> Callable:
@@ -353,20 +369,22 @@ class ScanPlan(Plan):
         self.chunk = chunk
 
     def _run_chunk(self, state: LoopState, n: jax.Array):
-        buffers = jax.tree.map(
-            lambda s: jnp.zeros((self.chunk, *s.shape), s.dtype), self._metric_shapes
-        )
+        # The metric buffers need the iteration's output shapes before the loop is traced. One
+        # jitted iteration serves both: its trace for the shapes is cached, and the loop body's
+        # call reuses it instead of tracing the whole iteration a second time.
+        iteration = jax.jit(self.loop.iteration)
+        _, shapes = iteration.trace(state).out_info
+        buffers = jax.tree.map(lambda s: jnp.zeros((self.chunk, *s.shape), s.dtype), shapes)
 
         def body(i, carry):
             state, buffers = carry
-            state, metrics = self.loop.iteration(state)
+            state, metrics = iteration(state)
             buffers = jax.tree.map(lambda b, m: b.at[i].set(m), buffers, metrics)
             return state, buffers
 
         return jax.lax.fori_loop(0, n, body, (state, buffers))
 
     def _signatures(self, state):
-        _, self._metric_shapes = jax.eval_shape(self.loop.iteration, state)
         return {"scan": (self._run_chunk, (state, jax.ShapeDtypeStruct((), jnp.int32)))}
 
     def _advance(self, state, n):

@@ -71,7 +71,9 @@ def make_train(
     """The whole run as one pure function ``train(key) -> (final state, metrics [iterations])``.
 
     Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. With
-    ``key = initial_key(config)`` it computes what :func:`train` computes.
+    ``key = initial_key(config)`` it computes what :func:`train` computes, up to float
+    rounding: :func:`train` compiles ``init`` as a program of its own, without LLVM
+    optimisation (``policies.compiling.RUN_ONCE``).
     """
     resolved = resolve(config, spec)
     loop, iterations = build_loop(resolved), resolved.config.num_iterations

@@ -21,8 +21,11 @@ def test_boundaries_do_not_change_results(tiny):
 def test_make_train_equals_train(tiny):
     result = rl.train(tiny)
     state, metrics = jax.jit(rl.make_train(tiny))(jax.random.key(tiny.seed))
+    # train's init is a program of its own, compiled without LLVM optimisation
+    # (policies.compiling.RUN_ONCE); here it is part of one fully optimised program, so the
+    # initial parameters, and what follows, may differ in the last bits.
     jax.tree.map(
-        lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7),
+        lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5),
         state.fragments["learner"].params,
         _params(result),
     )
