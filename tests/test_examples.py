@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -43,6 +45,7 @@ def test_profiling_example(tmp_path):
     assert "my_host_work host seconds: 0.01" in out
 
 
+@pytest.mark.slow  # benchmark smoke runs belong to the slow tier, as the accelerator suite does
 def test_fusion_benchmark_smoke(tmp_path):
     out_file = tmp_path / "bench.json"
     _run(
@@ -63,6 +66,7 @@ def test_fusion_benchmark_smoke(tmp_path):
     assert report["ratios"]["scan_vs_step"] > 0
 
 
+@pytest.mark.slow  # benchmark smoke runs belong to the slow tier, as the accelerator suite does
 def test_replay_benchmark_smoke(tmp_path):
     out_file = tmp_path / "replay.json"
     _run(

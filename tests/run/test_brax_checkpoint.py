@@ -96,6 +96,7 @@ PPO = rl.TrainConfig(
 )
 
 
+@pytest.mark.slow  # 40 s cold; the default tier restores every backend's state bit for bit
 def test_resumed_brax_run_equals_uninterrupted_bit_for_bit(tmp_path):
     full = rl.train(PPO.replace(out=str(tmp_path), run_name="full"))
     rl.train(PPO.replace(out=str(tmp_path), run_name="part"))
