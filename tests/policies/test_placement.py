@@ -44,11 +44,21 @@ _SCRIPT = textwrap.dedent(
                 for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
             )
 
+        def excess(a, b):
+            # How far |a - b| goes beyond 1e-6 of |b|: rounding shows as <= 0 plus a few ulps
+            # of values near zero, whatever each value's magnitude.
+            return max(
+                float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))
+                             - 1e-6 * np.abs(np.asarray(y, np.float64))))
+                for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)) if np.size(x)
+            )
+
         for backend in backends:
             run = rl.train(base.replace(dp_backend=backend))
             learner = run.state.fragments["learner"]
             report[f"{case}-{backend}"] = {
                 "diff": diff(run.state.fragments, ref),
+                "excess": excess(run.state.fragments, ref),
                 "learner_spread": diff(
                     jax.tree.map(lambda x: x[0], learner), jax.tree.map(lambda x: x[3], learner)
                 ),
@@ -102,14 +112,17 @@ def report(request, case):
 
 # 4 devices × 2 envs against 4 shards × 2 envs vmapped on one device (N·E = 8 envs there): the
 # same computation except that the gradient mean is a cross-device all-reduce, whose summation
-# order may differ: parameters agree to float32 rounding after 4 iterations.
+# order may differ, and the reference's vmapped ``init`` and the shards' ``init`` are different
+# programs (compiled without LLVM optimisation, see policies.compiling.RUN_ONCE), whose env resets
+# can round apart by an ulp. Every leaf agrees to float32 rounding after 4 iterations: within 1e-6
+# of its magnitude (an episode return near 300 is 1.5e-5 from the next float32) plus 1e-6.
 TOLERANCE = 1e-6
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_devices_equal_the_single_device_reference(report, case):
     r = report[case]
-    assert r["diff"] <= TOLERANCE, r
+    assert r["excess"] <= TOLERANCE, r
     assert r["devices"] == 4  # the environments really were spread over 4 devices
 
 
