@@ -88,6 +88,23 @@ def test_replay_benchmark_smoke(tmp_path):
     assert results["K=8"]["update_us"] > 0
 
 
+@pytest.mark.slow  # benchmark smoke runs belong to the slow tier, as the accelerator suite does
+def test_scaling_benchmark_smoke(tmp_path):
+    out_file = tmp_path / "scaling.json"
+    _run(ROOT / "benchmarks" / "scaling.py", "--size", "smoke", "--out", out_file)
+    report = json.loads(out_file.read_text())
+    assert set(report["results"]) == {
+        "ppo_num_envs",
+        "ppo_width",
+        "dqn_batch_size",
+        "dqn_buffer_size",
+    }
+    for cells in report["results"].values():
+        (cell,) = cells
+        assert cell["steps_per_s"] > 0 and cell["compile_s"] > 0 and len(cell["runs"]) == 1
+    assert out_file.with_suffix(".png").exists()
+
+
 def test_intrinsic_reward_fragment_added_to_ppo_without_touching_the_core():
     out = _run(
         ROOT / "examples" / "intrinsic_reward.py", "--total-steps", "2048", "--fusion", "step,scan"
