@@ -116,20 +116,22 @@ class Plan:
         extra = extra or {}
         with self.timings.scope("compile", always=True):
             self._compiling = compiler = Compiler(self.timings)
-            start = time.perf_counter()
-            traced = jax.jit(self.loop.init).trace(key)
-            tracing = time.perf_counter() - start
-            own = self._signatures(traced.out_info)
-            for name, lowered, seconds in self._lowered(own):
-                compiler.submit(name, lowered, seconds)
-            start = time.perf_counter()
-            compiler.submit("init", traced.lower(), tracing + time.perf_counter() - start)
-            others = {
-                name: (fn, args_for(traced.out_info)) for name, (fn, args_for) in extra.items()
-            }
-            for name, lowered, seconds in self._lowered(others):
-                compiler.submit(name, lowered, seconds)
-            compiler.close()
+            try:  # a program that fails to lower still lets the pool's threads end
+                start = time.perf_counter()
+                traced = jax.jit(self.loop.init).trace(key)
+                tracing = time.perf_counter() - start
+                own = self._signatures(traced.out_info)
+                for name, lowered, seconds in self._lowered(own):
+                    compiler.submit(name, lowered, seconds)
+                start = time.perf_counter()
+                compiler.submit("init", traced.lower(), tracing + time.perf_counter() - start)
+                others = {
+                    name: (fn, args_for(traced.out_info)) for name, (fn, args_for) in extra.items()
+                }
+                for name, lowered, seconds in self._lowered(others):
+                    compiler.submit(name, lowered, seconds)
+            finally:
+                compiler.close()
             for name in ["init", *own]:
                 if name in compiler:
                     self._programs[name] = compiler.result(name)
