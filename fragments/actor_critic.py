@@ -49,7 +49,7 @@ from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments import losses, normalization
 from jaxrl_fdg.fragments.actor_critic_policy import Batch, Policy, Sequences
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSOS, ConvTorso
 from jaxrl_fdg.fragments.recurrent import MEMORIES
@@ -78,9 +78,14 @@ class ActorCriticConfig:
     log_std_init: float = hparam(0.0, "initial log std of the Gaussian policy, for Box actions")
     memory: str = hparam("none", "recurrent core after the torso: none, gru or lstm")
     memory_size: int = hparam(128, "units of the recurrent core (memory gru or lstm)")
+    normalize_observations: bool = hparam(
+        False, "standardise observations by running moments the learner keeps (Brax's trainers)"
+    )
+    reward_scaling: float = hparam(1.0, "multiply rewards by this in the loss (returns unchanged)")
 
     def __post_init__(self) -> None:
         validate.in_range("lr", self.lr, 0.0, 1.0, low_open=True)
+        validate.positive("reward_scaling", self.reward_scaling)
         validate.in_range("gamma", self.gamma, 0.0, 1.0)
         validate.in_range("gae_lambda", self.gae_lambda, 0.0, 1.0)
         for name in ("ent_coef", "vf_coef", "max_grad_norm"):
@@ -184,7 +189,7 @@ def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCri
     """
     value_next = policy.value(params, trajectory.next_observation)
     advantage, target = losses.generalized_advantage_estimation(
-        trajectory.reward,
+        trajectory.reward * hp.reward_scaling,
         trajectory.extras["value"],
         value_next,
         trajectory.terminated,
@@ -211,7 +216,7 @@ def make_sequences(
     flattened."""
     extras = trajectory.extras
     advantage, target = losses.generalized_advantage_estimation(
-        trajectory.reward,
+        trajectory.reward * hp.reward_scaling,
         extras["value"],
         policy.next_values(params, trajectory),
         trajectory.terminated,
@@ -275,12 +280,18 @@ def gradient_step(
     loss: Callable[[Any, Batch], tuple[jax.Array, Metrics]],
     tx: optax.GradientTransformation,
 ) -> Callable[[LearnerState, Batch], tuple[LearnerState, Metrics]]:
-    """One optimizer step on ``loss(params, batch) -> (loss, metrics)``."""
+    """One optimizer step on ``loss(params, batch) -> (loss, metrics)``, of the trained part of
+    ``params`` (not the observation moments beside it: :func:`normalization.trainable`)."""
 
     def update(state: LearnerState, batch: Batch) -> tuple[LearnerState, Metrics]:
-        grads, metrics = jax.grad(loss, has_aux=True)(state.params, batch)
-        updates, opt_state = tx.update(grads, state.opt_state, state.params)
-        return LearnerState(optax.apply_updates(state.params, updates), opt_state), metrics
+        def trained_loss(trained, batch):
+            return loss(normalization.with_trainable(state.params, trained), batch)
+
+        trained = normalization.trainable(state.params)
+        grads, metrics = jax.grad(trained_loss, has_aux=True)(trained, batch)
+        updates, opt_state = tx.update(grads, state.opt_state, trained)
+        params = normalization.with_trainable(state.params, optax.apply_updates(trained, updates))
+        return LearnerState(params, opt_state), metrics
 
     return update
 
@@ -297,7 +308,7 @@ def rollout_learner(
 
     def init(key):
         params = init_params(key)
-        return LearnerState(params, tx.init(params))
+        return LearnerState(params, tx.init(normalization.trainable(params)))
 
     return fragment(
         "learner",
@@ -325,9 +336,13 @@ def algorithm(
     prepare = make_sequences if policy.recurrent else make_batch
 
     def learn(state: LearnerState, inputs, key):
-        batch = prepare(policy, state.params, inputs["trajectory"], ctx.hparams)
+        trajectory = inputs["trajectory"]
+        batch = prepare(policy, state.params, trajectory, ctx.hparams)
         state, metrics = update(state, batch, key)
-        return state, {"metrics": metrics}
+        # The rollout joins the observation moments only now: the updates above saw its
+        # observations standardised as the actor saw them, as under a normalising env wrapper.
+        params = policy.observe(state.params, trajectory.observation, ctx.pool)
+        return state._replace(params=params), {"metrics": metrics}
 
     learner = rollout_learner(policy.init, tx, learn)
     if policy.recurrent:

@@ -17,7 +17,9 @@ from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.envs.spaces import Box
 from jaxrl_fdg.fragments import distributions as dist
+from jaxrl_fdg.fragments import normalization
 from jaxrl_fdg.fragments.networks import ActorCritic, GaussianActorCritic
+from jaxrl_fdg.fragments.normalization import ObservationMoments
 from jaxrl_fdg.fragments.recurrent import RecurrentActorCritic, memory_width, reset_memory
 
 
@@ -72,6 +74,9 @@ class Policy:
             self.net = ActorCritic(space.n, **common)
             self.outputs = ("action", "log_prob", "value")
         self.obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
+        self.moments = (
+            ObservationMoments(ctx.observation_space.shape) if hp.normalize_observations else None
+        )
         self.recurrent = hp.memory != "none"
         if self.recurrent:
             num_actions = dim if self.continuous else space.n
@@ -87,13 +92,37 @@ class Policy:
             self.outputs = (*self.outputs, "memory", "episode_start")
 
     def init(self, key: jax.Array) -> Any:
+        """The network's variables: ``{"params": ...}``, and with ``normalize_observations``
+        the observation moments beside them (:mod:`~jaxrl_fdg.fragments.normalization`)."""
         if self.recurrent:
-            return self.net.init(key, self.initial_memory(1)[0], self.obs_example)
-        return self.net.init(key, self.obs_example)
+            variables = self.net.init(key, self.initial_memory(1)[0], self.obs_example)
+        else:
+            variables = self.net.init(key, self.obs_example)
+        if self.moments is not None:
+            variables = {**variables, normalization.COLLECTION: self.moments.init()}
+        return variables
+
+    def observe(self, params: Any, observations: jax.Array, pool) -> Any:
+        """``params`` with ``observations`` folded into their observation moments (the
+        learner's, after each rollout); ``params`` as they are without normalisation."""
+        if self.moments is None:
+            return params
+        moments = self.moments.update(params[normalization.COLLECTION], observations, pool)
+        return {**params, normalization.COLLECTION: moments}
+
+    def _apply(self, params: Any, *args: Any, **kwargs: Any) -> Any:
+        """The network on ``args``, whose last is always the observation: standardised first
+        by the moments ``params`` carry, with ``normalize_observations``."""
+        if self.moments is not None:
+            *rest, observation = args
+            moments = params[normalization.COLLECTION]
+            args = (*rest, self.moments.standardize(moments, observation))
+            params = normalization.trainable(params)
+        return self.net.apply(params, *args, **kwargs)
 
     def act(self, params: Any, observation: jax.Array, key: jax.Array) -> dict[str, jax.Array]:
         """Sample an action for each observation: the actor fragment's outputs."""
-        return self._sample(self.net.apply(params, observation), key)
+        return self._sample(self._apply(params, observation), key)
 
     def _sample(self, out: tuple[jax.Array, ...], key: jax.Array) -> dict[str, jax.Array]:
         """The actor's outputs from the network's (``(mean, log_std, value)`` or ``(logits,
@@ -120,7 +149,7 @@ class Policy:
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(log π(a|s), H(π(·|s)), V(s))`` under ``params``; ``action`` as the learner stores it
         (:meth:`learned_action`)."""
-        return self._evaluate(self.net.apply(params, observation), action)
+        return self._evaluate(self._apply(params, observation), action)
 
     def _evaluate(self, out: tuple[jax.Array, ...], action: jax.Array):
         if self.continuous:
@@ -162,7 +191,7 @@ class Policy:
         steps; the outputs add ``memory`` (the one acted from, after the reset) and
         ``episode_start`` to :meth:`act`'s."""
         memory = reset_memory(memory, episode_start)
-        memory_next, out = self.net.apply(params, memory, observation)
+        memory_next, out = self._apply(params, memory, observation)
         outputs = {**self._sample(out, key), "memory": memory, "episode_start": episode_start}
         return memory_next, outputs
 
@@ -178,7 +207,7 @@ class Policy:
 
         def step(m, inputs):
             obs, start = inputs
-            return self.net.apply(params, reset_memory(m, start), obs)
+            return self._apply(params, reset_memory(m, start), obs)
 
         time_major = (jnp.swapaxes(observation, 0, 1), jnp.swapaxes(episode_start, 0, 1))
         _, out = jax.lax.scan(step, memory, time_major)
@@ -193,11 +222,11 @@ class Policy:
         belongs to the ended episode, whose memory is the one that has seen it through; where it
         goes on, ``s'_t`` is the next step's observation, met with the memory the actor meets it
         with."""
-        value = functools.partial(self.net.apply, params, method=RecurrentActorCritic.value)
+        value = functools.partial(self._apply, params, method=RecurrentActorCritic.value)
 
         def step(m, inputs):
             obs, next_obs, start = inputs
-            m, _ = self.net.apply(params, reset_memory(m, start), obs)
+            m, _ = self._apply(params, reset_memory(m, start), obs)
             return m, value(m, next_obs)
 
         extras = trajectory.extras
@@ -205,19 +234,19 @@ class Policy:
         return jax.lax.scan(step, extras["memory"][0], inputs)[1]
 
     def value(self, params: Any, observation: jax.Array) -> jax.Array:
-        return self.net.apply(params, observation, method=ActorCritic.value)
+        return self._apply(params, observation, method=ActorCritic.value)
 
     def mode(self, params: Any, observation: jax.Array) -> jax.Array:
         """The deterministic policy (for evaluation): the most probable action, or the Gaussian's
         mean clipped to the box."""
-        return self._mode(self.net.apply(params, observation))
+        return self._mode(self._apply(params, observation))
 
     def recurrent_mode(
         self, params: Any, observation: jax.Array, memory: jax.Array
     ) -> tuple[jax.Array, jax.Array]:
         """:meth:`mode` with memory: ``(actions, memory after the step)``; the caller resets
         ``memory`` to :meth:`initial_memory` where episodes start (``Algorithm.policy_memory``)."""
-        memory, out = self.net.apply(params, memory, observation)
+        memory, out = self._apply(params, memory, observation)
         return self._mode(out), memory
 
     def _mode(self, out: tuple[jax.Array, ...]) -> jax.Array:

@@ -60,9 +60,13 @@ class ContinuousConfig(offpolicy.OffPolicyConfig):
     num_critics: int = hparam(2, "critics in the ensemble; the TD target takes their minimum")
     hidden_sizes: tuple[int, ...] = hparam((256, 256), "layer sizes of the actor and critic MLPs")
     activation: str = hparam("relu", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
+    reward_scaling: float = hparam(
+        1.0, "multiply rewards by this in the TD target (returns unchanged)"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        validate.positive("reward_scaling", self.reward_scaling)
         validate.in_range("gamma", self.gamma, 0.0, 1.0)
         validate.in_range("tau", self.tau, 0.0, 1.0, low_open=True)
         validate.in_range("actor_lr", self.actor_lr, 0.0, 1.0, low_open=True)
@@ -196,9 +200,10 @@ def td_critic_step(
 ) -> tuple[Critic, dict[str, jax.Array], jax.Array]:
     """The clipped double-Q target and :func:`critic_step` toward it, as SAC, TD3 and DDPG do.
 
-        y = r + discount · (min_i Q'_i(s', a') − α log π(a'|s'))
+        y = c · r + discount · (min_i Q'_i(s', a') − α log π(a'|s'))
 
-    with ``next_action`` ``a' [B, A]`` (unit scale) drawn by the algorithm, and the entropy term
+    with ``c`` the ``reward_scaling``, ``next_action`` ``a' [B, A]`` (unit scale) drawn by the
+    algorithm, and the entropy term
     only when ``entropy = (α, log π(a'|s') [B])`` is given (SAC). ``sample`` is the replay's
     ``Sample`` of ``k``-step transitions ``[B, ...]``; its importance weights enter the loss.
     ``updates`` counts the critic updates, this one included; the targets move every
@@ -212,7 +217,7 @@ def td_critic_step(
     if entropy is not None:
         alpha, next_log_prob = entropy
         q_next = q_next - alpha * next_log_prob
-    target = losses.td_target(exp.reward, exp.discount, q_next)
+    target = losses.td_target(exp.reward * hp.reward_scaling, exp.discount, q_next)
     return critic_step(
         net,
         tx,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +22,11 @@ def positive_int(name: str, value: Any) -> None:
 def non_negative(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
+
+
+def positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ConfigError(f"{name} must be a positive finite number, got {value!r}")
 
 
 def in_range(name: str, value: Any, low: float, high: float, *, low_open: bool = False) -> None:

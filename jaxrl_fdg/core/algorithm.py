@@ -46,7 +46,8 @@ class AlgorithmContext:
       num_iterations: rollout + update iterations in the whole run (for schedules).
       hparams: the algorithm's own hyperparameter dataclass.
       combine_gradients: set by the placement, never called by an algorithm: the identity on one
-        device, a mean over the shards of a data-parallel run. :meth:`optimizer` applies it.
+        device, a mean over the shards of a data-parallel run. :meth:`optimizer` applies it to
+        gradients, :meth:`pool` to other statistics.
     """
 
     observation_space: Space
@@ -60,6 +61,12 @@ class AlgorithmContext:
     @property
     def batch_size(self) -> int:
         return self.num_envs * self.rollout_len
+
+    def pool(self, tree: Any) -> Any:
+        """The mean of ``tree`` over every copy of the learner (the shards of a data-parallel
+        run; the identity on one device): for statistics a learner keeps of its data, such as
+        observation moments, which every copy must hold alike, as its parameters."""
+        return self.combine_gradients(tree)
 
     def optimizer(self, tx: optax.GradientTransformation) -> optax.GradientTransformation:
         """``tx`` as a learner must use it: gradients pass through the placement's

@@ -158,6 +158,28 @@ def test_sac_learner_updates_the_temperature():
     assert float(new.log_alpha.params) == float(fixed_state.log_alpha.params)
 
 
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_reward_scaling_is_the_same_update_as_scaled_rewards(algo):
+    ctx, spec = _context(algo, Box(-2.0, 2.0, (1,)))
+    scaled_ctx, _ = _context(algo, Box(-2.0, 2.0, (1,)), reward_scaling=5.0)
+    batch = _batch(ctx)
+    by_hand = batch._replace(
+        transitions=batch.transitions._replace(reward=batch.transitions.reward * 5.0)
+    )
+    learner, scaled = spec.build(ctx).learner, spec.build(scaled_ctx).learner
+    state = learner.init(jax.random.key(0))
+    expected = learner.apply(state, {"batch": by_hand}, jax.random.key(1))
+    jax.tree.map(
+        np.testing.assert_array_equal,
+        scaled.apply(state, {"batch": batch}, jax.random.key(1)),
+        expected,
+    )
+    unscaled = learner.apply(state, {"batch": batch}, jax.random.key(1))
+    assert float(unscaled[1]["metrics"]["critic_loss"]) != float(
+        expected[1]["metrics"]["critic_loss"]
+    )
+
+
 def test_critic_loss_weights_samples_and_reports_the_largest_error():
     q = jnp.array([[1.0, 2.0], [3.0, -1.0]])  # [2 critics, 2 samples]
     target = jnp.array([2.0, 0.0])
@@ -190,6 +212,8 @@ def test_hyperparameters_validate_on_construction():
         sac.SACConfig(num_critics=0)
     with pytest.raises(rl.ConfigError, match="hidden_sizes entry must be a positive integer"):
         sac.SACConfig(hidden_sizes=(64, 0))
+    with pytest.raises(rl.ConfigError, match="reward_scaling must be a positive finite number"):
+        sac.SACConfig(reward_scaling=0.0)
 
 
 @pytest.mark.parametrize("algo", ["sac", "td3", "ddpg"])
