@@ -1,0 +1,251 @@
+"""PPO on a Brax task, ours and Brax's own trainer side by side, on this machine.
+
+    python benchmarks/brax_training.py                  # results/brax_training-cpu.json
+    python benchmarks/brax_training.py --setup brax     # Brax's published sizes
+    python benchmarks/brax_training.py --seeds 1 --steps 200000   # a quick look
+
+Both train ``inverted_pendulum`` on MJX for the same budget with the same hyperparameters: Brax's
+own PPO configuration for the task (``reward_scaling=10, normalize_observations=True,
+discounting=0.97, learning_rate=3e-4, entropy_cost=1e-2, clipping_epsilon=0.3``, 4 epochs per
+update batch, no gradient clipping, a constant learning rate), policy and value MLPs of 64 × 64
+tanh units, bootstrapping on time-outs, and a final evaluation of the deterministic policy over 16
+episodes, at one of two sizes (:data:`SETUPS`): a CPU-sized one and Brax's published one. What
+stays different is each framework's own: Brax's policy is a tanh-squashed Gaussian with a learned
+state-dependent scale, ours a Gaussian with a state-independent log-std whose sample the env gets
+clipped to the box.
+
+Each run is a fresh process with the compilation cache off. Reported per framework: the final
+evaluation return, env-steps/s of training and compile seconds; medians over seeds, interleaved
+(ours, Brax, ours, Brax, ...). Ours are its summary's figures; its run time includes the one final
+evaluation. Brax trains in 5 epochs with an evaluation after each: its rate is the median
+``training/sps`` of the epochs that ran compiled (evaluations excluded), its compile the time its
+epochs took beyond their steps at that rate, plus the time to its first evaluation (at step 0:
+compiling its evaluation, which ours counts too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENV = "inverted_pendulum"
+# Sizes: "cpu", 256 environments with rollouts of 16 steps (4,096 per update batch, 4 minibatches
+# of 1,024), 1M steps; "brax", those of Brax's published configuration (2,048 environments,
+# 32 minibatches of 5,120 transitions, 2M steps: Brax collects 16 unrolls of 5 steps per
+# environment per update batch, ours one rollout of 80 steps).
+SETUPS = {
+    "cpu": dict(num_envs=256, rollout=16, brax_unroll=16, minibatches=4, steps=1_000_000),
+    "brax": dict(num_envs=2048, rollout=80, brax_unroll=5, minibatches=32, steps=2_000_000),
+}
+EPOCHS = 4
+EVAL_EPISODES = 16
+EVALS = 6  # Brax's: at step 0 and after each of its 5 training epochs
+HIDDEN = (64, 64)
+SHARED = dict(gamma=0.97, lr=3e-4, ent_coef=1e-2, clip_eps=0.3, gae_lambda=0.95, vf_coef=0.5)
+
+
+def ours(setup: dict, seed: int) -> dict:
+    import tempfile
+
+    import jaxrl_fdg as rl
+
+    hparams = {
+        **SHARED,
+        "anneal_lr": False,
+        "vf_clip": float("inf"),
+        "max_grad_norm": 1e9,
+        "update_epochs": EPOCHS,
+        "num_minibatches": setup["minibatches"],
+        "hidden_sizes": HIDDEN,
+        "activation": "tanh",
+        "normalize_observations": True,
+        "reward_scaling": 10.0,
+    }
+    config = rl.TrainConfig(
+        algo="ppo",
+        env=f"brax/{ENV}",
+        total_steps=setup["steps"],
+        num_envs=setup["num_envs"],
+        rollout_len=setup["rollout"],
+        seed=seed,
+        eval_every=setup["steps"],
+        eval_episodes=EVAL_EPISODES,
+        out=tempfile.mkdtemp(),
+        run_name="ours",
+        progress=False,
+        compile_cache=False,
+        hparams=hparams,
+    )
+    run = rl.train(config)
+    summary = run.summary
+    last = json.loads((run.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    return {
+        "final_return": last["eval_return"],
+        "env_steps": summary["env_steps"],
+        "steps_per_s": summary["steps_per_s"],
+        "compile_s": summary["compile_s"],
+    }
+
+
+def brax(setup: dict, seed: int) -> dict:
+    import functools
+
+    import flax.linen as nn
+    from brax import envs
+    from brax.training.agents.ppo import networks, train
+
+    _restore_device_put_replicated()
+    calls: list[tuple[float, int, dict]] = []
+    start = time.perf_counter()
+
+    def progress(step, metrics):
+        calls.append((time.perf_counter() - start, int(step), dict(metrics)))
+
+    factory = functools.partial(
+        networks.make_ppo_networks,
+        policy_hidden_layer_sizes=HIDDEN,
+        value_hidden_layer_sizes=HIDDEN,
+        activation=nn.tanh,
+    )
+    train.train(
+        environment=envs.get_environment(ENV, backend="mjx"),
+        num_timesteps=setup["steps"],
+        num_envs=setup["num_envs"],
+        episode_length=1000,
+        unroll_length=setup["brax_unroll"],
+        # Sequences of brax_unroll steps per minibatch: each update batch holds as many steps
+        # as ours, num_envs × rollout.
+        batch_size=setup["num_envs"]
+        * setup["rollout"]
+        // setup["brax_unroll"]
+        // setup["minibatches"],
+        num_minibatches=setup["minibatches"],
+        num_updates_per_batch=EPOCHS,
+        learning_rate=SHARED["lr"],
+        entropy_cost=SHARED["ent_coef"],
+        discounting=SHARED["gamma"],
+        gae_lambda=SHARED["gae_lambda"],
+        clipping_epsilon=SHARED["clip_eps"],
+        vf_loss_coefficient=SHARED["vf_coef"],
+        reward_scaling=10.0,
+        normalize_observations=True,
+        bootstrap_on_timeout=True,
+        network_factory=factory,
+        num_evals=EVALS,
+        num_eval_envs=EVAL_EPISODES,
+        deterministic_eval=True,
+        seed=seed,
+        progress_fn=progress,
+    )
+    # An evaluation at step 0 (the time to it is mostly compiling the evaluation and the reset,
+    # as ours counts its evaluation's compile), then one after each training epoch. Here the
+    # first two epochs each take about 13 s, whatever their steps, and the later ones under
+    # 1 s: the training epoch compiles on both of its first two calls.
+    epochs = [(step, m["training/walltime"], m["training/sps"]) for _, step, m in calls[1:]]
+    rate = statistics.median(sps for _, _, sps in epochs[2:])
+    compile_s, before_step, before_wall = calls[0][0], 0, 0.0
+    for step, wall, _ in epochs:
+        compile_s += max(0.0, (wall - before_wall) - (step - before_step) / rate)
+        before_step, before_wall = step, wall
+    return {
+        "final_return": float(calls[-1][2]["eval/episode_reward"]),
+        "env_steps": epochs[-1][0],
+        "steps_per_s": float(rate),
+        "compile_s": compile_s,
+    }
+
+
+def _restore_device_put_replicated() -> None:
+    """Brax's PPO trainer still calls ``jax.device_put_replicated``, which this JAX no longer
+    has: give it back as what it did, a copy of each leaf per device, stacked on a leading
+    axis (one device here)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    try:
+        jax.device_put_replicated  # noqa: B018
+    except AttributeError:
+
+        def replicated(tree, devices):
+            mesh = jax.sharding.Mesh(np.array(devices), ("devices",))
+            sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("devices"))
+
+            def put(x):
+                return jax.device_put(jnp.stack([jnp.asarray(x)] * len(devices)), sharding)
+
+            return jax.tree.map(put, tree)
+
+        jax.device_put_replicated = replicated
+
+
+RUNNERS = {"ours": ours, "brax": brax}
+
+
+def child(name: str, setup: dict, seed: int) -> None:
+    import jax
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    print("RESULT " + json.dumps(RUNNERS[name](setup, seed)), flush=True)
+
+
+def measure(name: str, setup: str, steps: int, seed: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    command = [sys.executable, __file__, "--child", name, "--setup", setup]
+    command += ["--steps", str(steps), "--seeds", str(seed)]
+    out = subprocess.run(command, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{name} seed {seed} failed:\n{out.stderr[-3000:]}")
+    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setup", choices=list(SETUPS), default="cpu")
+    parser.add_argument("--steps", type=int, help="env steps (default: the setup's)")
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="seeds 0 .. N-1 (the seed, with --child)"
+    )
+    parser.add_argument("--child", choices=list(RUNNERS), help=argparse.SUPPRESS)
+    parser.add_argument("--out", help="default: benchmarks/results/brax_training-<setup>.json")
+    args = parser.parse_args()
+    setup = {**SETUPS[args.setup], **({"steps": args.steps} if args.steps else {})}
+    if args.child:
+        child(args.child, setup, args.seeds)
+        return
+    from jaxrl_fdg.profiling import write_report
+
+    runs: dict[str, list[dict]] = {name: [] for name in RUNNERS}
+    for seed in range(args.seeds):
+        for name in RUNNERS:
+            result = measure(name, args.setup, setup["steps"], seed)
+            runs[name].append(result)
+            print(
+                f"{name:5} seed {seed}: return {result['final_return']:7.1f}  "
+                f"{result['steps_per_s']:9,.0f} env-steps/s  compile {result['compile_s']:5.1f} s",
+                flush=True,
+            )
+    results = {
+        name: {
+            **{k: statistics.median(r[k] for r in rs) for k in rs[0]},
+            "runs": rs,
+        }
+        for name, rs in runs.items()
+    }
+    ratio = results["ours"]["steps_per_s"] / results["brax"]["steps_per_s"]
+    results["ours_over_brax_steps_per_s"] = ratio
+    print(f"ours / Brax env-steps/s (medians): {ratio:.2f}")
+    out = args.out or Path(__file__).parent / "results" / f"brax_training-{args.setup}.json"
+    config = dict(env=ENV, setup=args.setup, seeds=args.seeds, **setup)
+    write_report(out, "brax_training", config, results)
+
+
+if __name__ == "__main__":
+    main()
