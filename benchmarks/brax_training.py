@@ -76,15 +76,15 @@ def ours(setup: dict, seed: int) -> dict:
         seed=seed,
         eval_every=setup["steps"],
         eval_episodes=EVAL_EPISODES,
-        out=tempfile.mkdtemp(),
         run_name="ours",
         progress=False,
         compile_cache=False,
         hparams=hparams,
     )
-    run = rl.train(config)
+    with tempfile.TemporaryDirectory() as out:  # the run folder holds the evaluation's row
+        run = rl.train(config.replace(out=out))
+        last = json.loads((run.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     summary = run.summary
-    last = json.loads((run.run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     return {
         "final_return": last["eval_return"],
         "env_steps": summary["env_steps"],

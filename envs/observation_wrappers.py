@@ -18,6 +18,7 @@ __all__ = [
     "FrameStackState",
     "NormalizeObservation",
     "NormalizeObservationState",
+    "standardize",
     "update_running_moments",
 ]
 
@@ -48,6 +49,15 @@ def update_running_moments(
     new_mean = mean + delta * (batch_count / total)
     m2 = var * count + batch_var * batch_count + jnp.square(delta) * (count * batch_count / total)
     return new_mean, m2 / total, total
+
+
+def standardize(
+    x: jax.Array, mean: jax.Array, var: jax.Array, epsilon: float, clip: float | None
+) -> jax.Array:
+    """``(x - mean) / sqrt(var + epsilon)``, clipped to ``[-clip, clip]`` unless ``clip`` is
+    None."""
+    normalised = (x - mean) / jnp.sqrt(var + epsilon)
+    return normalised if clip is None else jnp.clip(normalised, -clip, clip)
 
 
 class NormalizeObservationState(NamedTuple):
@@ -103,9 +113,7 @@ class NormalizeObservation(Wrapper):
     ) -> tuple[NormalizeObservationState, jax.Array]:
         x = jnp.asarray(obs, jnp.float32)
         mean, var, count = update_running_moments(mean, var, count, x, jnp.zeros_like(x), 1.0)
-        normalised = (x - mean) / jnp.sqrt(var + self.epsilon)
-        if self.clip is not None:
-            normalised = jnp.clip(normalised, -self.clip, self.clip)
+        normalised = standardize(x, mean, var, self.epsilon, self.clip)
         return NormalizeObservationState(inner, mean, var, count), normalised
 
     def reset_env(self, key: jax.Array, params: WrapperParams):

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl_fdg.envs.observation_wrappers import update_running_moments
+from jaxrl_fdg.envs.observation_wrappers import standardize, update_running_moments
 
 # The variables collection holding the moments, beside flax's ``params``.
 COLLECTION = "observation_moments"
@@ -62,9 +62,7 @@ class ObservationMoments:
     def standardize(self, moments: Moments, observation: jax.Array) -> jax.Array:
         """``observation`` (any leading batch axes) standardised by ``moments``."""
         x = jnp.asarray(observation, jnp.float32)
-        return jnp.clip(
-            (x - moments.mean) / jnp.sqrt(moments.var + self.epsilon), -self.clip, self.clip
-        )
+        return standardize(x, moments.mean, moments.var, self.epsilon, self.clip)
 
     def update(
         self, moments: Moments, observations: jax.Array, pool: Callable[[Any], Any]

@@ -117,7 +117,7 @@ def test_the_actor_sees_observations_standardised_by_the_moments(normalized):
     np.testing.assert_array_equal(policy.mode(params, obs), jnp.clip(expected[0], -2.0, 2.0))
 
 
-def test_reward_scaling_scales_the_rewards_the_loss_sees_not_the_returns(tiny):
+def test_reward_scaling_scales_the_rewards_the_loss_sees(tiny):
     ctx = resolve(tiny).context
     policy = ac.Policy(ctx)
     params = policy.init(jax.random.key(0))
