@@ -1,7 +1,9 @@
 """Host simulators: any gymnasium-API environment (numpy, C++, anything) as the env fragment.
 
-The simulators live on the host, one Python object per parallel environment; the fragment's state
-on the device is only a handle to them plus the observation and episode statistics. How they
+The simulators live on the host as a :class:`HostBatch`: one Python object per environment for
+gymnasium (:class:`GymnasiumBatch`), or one EnvPool stepping every environment in its own C++
+threads (:mod:`jaxrl_fdg.envs.envpool_adapter`). The fragment's state on the device is only a
+handle to the batch plus the observation and episode statistics. How they
 are stepped follows the fusion mode, with no change to the algorithm:
 
 * split modes (``eager``, ``step``): the env step is not compiled; it runs in Python between the
@@ -9,12 +11,12 @@ are stepped follows the fusion mode, with no change to the algorithm:
 * fused modes (``fragment``, ``iteration``, ``scan``): the compiled program calls back to the host
   through an ordered ``jax.experimental.io_callback``, once per step for the whole batch.
 
-What that costs: every step is a host round trip. The actions are copied device→host, the host
-loops over the environments in Python, and the results are copied back; in a fused program the
-device waits for the callback to return. A host simulator therefore caps throughput at the
-simulator's own speed plus ~tens of µs of callback overhead per step, and a fused program gains
-little over ``step`` mode. Use it for simulators that only exist on the host; write JAX
-environments for speed.
+What that costs: every step is a host round trip. The actions are copied device→host, the host steps
+the environments (in a Python loop for gymnasium), and the results are copied back; in a fused
+program the device waits for the callback to return. A host simulator therefore caps throughput at
+the simulator's own speed plus ~tens of µs of callback overhead per step, and a fused program gains
+little over ``step`` mode. Use it for simulators that only exist on the host; write JAX environments
+for speed.
 
 Episodes end as the environment says (``terminated`` / ``truncated``, gymnasium's ``TimeLimit``
 included); the adapter resets that environment in the same step and keeps the final observation,
@@ -28,7 +30,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -43,16 +45,48 @@ from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
 PREFIX = "gym/"
 
-_SIMULATORS: dict[int, list[Any]] = {}  # handle -> the run's environments
+_SIMULATORS: dict[int, HostBatch] = {}  # handle -> the run's batch of environments
 _HANDLES = itertools.count(1)
 _LOCK = threading.Lock()
 
 
+class HostBatch(Protocol):
+    """A batch of host environments, stepped together; one per run (one per half of a
+    ``host_env`` run). Made by :attr:`HostSimulator.make_batch` and reset there.
+
+    ``send`` starts a step and ``recv`` finishes it: a simulator that steps in threads of its own
+    (EnvPool) works between the two while the caller does something else; one stepped in Python
+    does all its work in ``recv``.
+    """
+
+    def reset(self) -> np.ndarray:
+        """The first observations, float32 ``[B, *obs]``."""
+
+    def send(self, actions: np.ndarray) -> None:
+        """Start a step of every environment with ``actions`` ``[B, ...]``."""
+
+    def recv(self) -> StepArrays:
+        """Finish the step: ``(observation, reward, terminated, truncated, final observation)``
+        in numpy, ``[B, ...]``; an environment whose episode ended has been reset in the same
+        step (``observation`` is the new episode's first, ``final observation`` the ended
+        one's last)."""
+
+    def close(self) -> None:
+        """Release the environments."""
+
+
+StepArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 class HostSimulator(NamedTuple):
-    """A factory of host environments and the spaces of one of them."""
+    """A factory of batches of host environments and the spaces of one of them.
+
+    ``make_batch(num_envs, seed)`` makes ``num_envs`` environments whose first reset seeds
+    environment ``i`` with ``seed + i``.
+    """
 
     name: str
-    make: Callable[[], Any]
+    make_batch: Callable[[int, int], HostBatch]
     observation_space: Space
     action_space: Space
 
@@ -81,7 +115,12 @@ def gymnasium_simulator(env_id: str, **kwargs: Any) -> HostSimulator:
         raise error(f"gymnasium cannot make {env_id!r}: {' '.join(str(e).split())}") from None
     spaces = _space(probe.observation_space), _space(probe.action_space)
     probe.close()
-    return HostSimulator(PREFIX + env_id, lambda: gymnasium.make(env_id, **kwargs), *spaces)
+
+    def make_batch(num_envs: int, seed: int) -> GymnasiumBatch:
+        envs = [gymnasium.make(env_id, **kwargs) for _ in range(num_envs)]
+        return GymnasiumBatch(envs, seed, *spaces)
+
+    return HostSimulator(PREFIX + env_id, make_batch, *spaces)
 
 
 def _space(space: Any) -> Space:
@@ -96,6 +135,40 @@ def _space(space: Any) -> Space:
     raise ValueError(f"unsupported gymnasium space {space!r} (supported: Discrete, Box)")
 
 
+class GymnasiumBatch:
+    """gymnasium environments stepped one by one in Python, in ``recv``."""
+
+    def __init__(self, envs: list[Any], seed: int, observation_space: Space, action_space: Space):
+        self.envs, self.seed = envs, seed
+        self.obs_shape = (len(envs), *observation_space.shape)
+        self.discrete = isinstance(action_space, Discrete)
+        self.actions: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        obs = [env.reset(seed=self.seed + i)[0] for i, env in enumerate(self.envs)]
+        return np.asarray(obs, np.float32).reshape(self.obs_shape)
+
+    def send(self, actions: np.ndarray) -> None:
+        actions = np.asarray(actions)
+        self.actions = actions.astype(np.int64) if self.discrete else actions
+
+    def recv(self) -> StepArrays:
+        actions, self.actions = self.actions, None
+        batch = (len(self.envs),)
+        out_obs, final = np.empty(self.obs_shape, np.float32), np.empty(self.obs_shape, np.float32)
+        rewards = np.empty(batch, np.float32)
+        terminated, truncated = np.empty(batch, np.bool_), np.empty(batch, np.bool_)
+        for i, env in enumerate(self.envs):
+            obs, rewards[i], terminated[i], truncated[i], _ = env.step(actions[i])
+            final[i] = obs
+            out_obs[i] = env.reset()[0] if terminated[i] or truncated[i] else obs
+        return out_obs, rewards, terminated, truncated, final
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
 def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env") -> Fragment:
     """``num_envs`` host environments as an env fragment (same edges as the JAX env fragment;
     the state's ``env`` field holds the handle of this run's simulators)."""
@@ -105,15 +178,12 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
     batch = (num_envs,)
 
     def host_reset(seed):
-        envs = [simulator.make() for _ in range(num_envs)]
+        simulators = simulator.make_batch(num_envs, int(seed))
+        obs = np.asarray(simulators.reset(), np.float32).reshape(obs_shape)
         with _LOCK:
             handle = next(_HANDLES)
-            _SIMULATORS[handle] = envs
-        obs = [env.reset(seed=int(seed) + i)[0] for i, env in enumerate(envs)]
-        return np.int32(handle), np.asarray(obs, np.float32).reshape(obs_shape)
-
-    def host_step(handle, actions):
-        return step_simulators(simulator, handle, actions)
+            _SIMULATORS[handle] = simulators
+        return np.int32(handle), obs
 
     def init(key):
         seed = jax.random.randint(key, (), 0, 2**30)
@@ -131,43 +201,28 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
             obs_struct,
         )
         obs, reward, terminated, truncated, final = io_callback(
-            host_step, results, handle, action, ordered=True
+            step_simulators, results, handle, action, ordered=True
         )
         return handle, TimeStep(obs, reward, terminated, truncated, final)
 
     return batched_env_fragment(name, num_envs, init, step, placement="host")
 
 
-def step_simulators(
-    simulator: HostSimulator, handle: Any, actions: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One step of the environments behind ``handle`` on the host, in Python.
+def step_simulators(handle: Any, actions: Any) -> StepArrays:
+    """One step of the environments behind ``handle`` on the host: :meth:`HostBatch.send`, then
+    :meth:`HostBatch.recv`.
 
-    Returns numpy arrays ``(observation, reward, terminated, truncated, final observation)`` of
-    ``[B, ...]``; an environment whose episode ended is reset in the same step (``observation`` is
-    the new episode's first, ``final observation`` the ended one's last). The env fragment calls
-    this through an ``io_callback``; a plan that steps the simulators itself (the ``host_env``
-    placement) calls it directly, so both compute the same step.
+    The env fragment calls this through an ``io_callback``; a plan that steps the simulators
+    itself (the ``host_env`` placement) calls it directly, so both compute the same step.
     """
-    envs = _SIMULATORS[int(handle)]
-    batch = (len(envs),)
-    obs_shape = (*batch, *simulator.observation_space.shape)
-    actions = np.asarray(actions)
-    if isinstance(simulator.action_space, Discrete):
-        actions = actions.astype(np.int64)
-    out_obs, final = np.empty(obs_shape, np.float32), np.empty(obs_shape, np.float32)
-    rewards = np.empty(batch, np.float32)
-    terminated, truncated = np.empty(batch, np.bool_), np.empty(batch, np.bool_)
-    for i, env in enumerate(envs):
-        obs, rewards[i], terminated[i], truncated[i], _ = env.step(actions[i])
-        final[i] = obs
-        out_obs[i] = env.reset()[0] if terminated[i] or truncated[i] else obs
-    return out_obs, rewards, terminated, truncated, final
+    simulators = _SIMULATORS[int(handle)]
+    simulators.send(np.asarray(actions))
+    return simulators.recv()
 
 
 def close(handle: int) -> None:
     """Close and forget the environments behind ``handle`` (a run's simulators)."""
     with _LOCK:
-        envs = _SIMULATORS.pop(int(handle), [])
-    for env in envs:
-        env.close()
+        simulators = _SIMULATORS.pop(int(handle), None)
+    if simulators is not None:
+        simulators.close()

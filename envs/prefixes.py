@@ -1,4 +1,5 @@
-"""Environment names with a prefix: ``brax/<env>[:<backend>]``, ``gym/<id>``, ``gymnax/<id>``.
+"""Environment names with a prefix: ``brax/<env>[:<backend>]``, ``gym/<id>``, ``gymnax/<id>``,
+``envpool/<task-id>``.
 
 Each prefix names an adapter to another library's environments. :data:`ADAPTERS` is the table:
 the prefix, what it gives, an example, the package it needs and how to install it, a cheap check
@@ -13,9 +14,11 @@ What ``**overrides`` mean, per prefix (for registered names they replace fields 
 * ``gym/``: keywords go to ``gymnasium.make`` (e.g. ``max_episode_steps=200``); params are None.
 * ``gymnax/``: keywords replace fields of gymnax's own params (e.g. ``gravity=5.0``);
   ``max_steps`` is gymnax's ``max_steps_in_episode``.
+* ``envpool/``: keywords go to ``envpool.make_gymnasium`` (e.g. ``episodic_life=True``);
+  ``max_steps`` is EnvPool's ``max_episode_steps``; params are None.
 
-Nothing here imports Brax, gymnasium or gymnax: :func:`check` and :func:`adapters` look packages
-up with ``importlib.util.find_spec``, and each builder imports its package when it runs.
+Nothing here imports Brax, gymnasium, gymnax or EnvPool: :func:`check` and :func:`adapters` look
+packages up with ``importlib.util.find_spec``, and each builder imports its package when it runs.
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ def _build_gym(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     return host.gymnasium_simulator(env_id, **overrides), None
 
 
+def _build_envpool(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.envpool_adapter import envpool_simulator
+
+    return envpool_simulator(env_id, **overrides), None
+
+
 def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     from jaxrl_fdg.envs.gymnax_adapter import make_gymnax, with_params
 
@@ -136,6 +145,16 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxrl-fdg[gymnax]",
         _check_id("gymnax/"),
         _build_gymnax,
+    ),
+    Adapter(
+        "envpool/",
+        "envpool/<task-id>",
+        "an EnvPool task (Atari, MuJoCo, classic control, ...), batched C++ on the host",
+        "envpool/Pong-v5",
+        "envpool",
+        "jaxrl-fdg[envpool]",
+        _check_id("envpool/"),
+        _build_envpool,
     ),
 )
 """Every prefix ``envs.make`` understands, in the order ``jaxrl-fdg list`` shows them."""

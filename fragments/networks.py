@@ -96,14 +96,54 @@ class ConvTorso(nn.Module):
         return x.reshape(*x.shape[:-3], -1)
 
 
-TORSOS = ("mlp", "cnn")
+class NatureTorso(nn.Module):
+    """The convolutions of DQN's Atari network (Mnih et al. 2015), flattened: 32 filters 8×8
+    stride 4, 64 filters 4×4 stride 2, 64 filters 3×3 stride 1, unpadded, each followed by a
+    ReLU; orthogonal init with gain √2, as in PPO's Atari implementations.
+
+    For stacked 84 × 84 frames of 8-bit pixels (Atari through EnvPool): the input is divided by
+    255 first. An 84 × 84 input leaves 7 × 7 × 64 = 3,136 features.
+
+    Input ``[..., H, W, C]`` with ``H, W ≥ min_size``.
+    """
+
+    min_size = 36  # the smallest side the three strided convolutions leave a cell of
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x = x / 255.0
+        for features, size, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
+            conv = nn.Conv(
+                features, (size, size), (stride, stride), "VALID", kernel_init=orthogonal(2**0.5)
+            )
+            x = nn.relu(conv(x))
+        return x.reshape(*x.shape[:-3], -1)
+
+
+TORSOS = ("mlp", "cnn", "nature")
+
+
+def image_torso(torso: str, activation: str) -> nn.Module | None:
+    """The image torso ``torso`` names (``cnn``: :class:`ConvTorso`, ``nature``:
+    :class:`NatureTorso`), or None for ``mlp``."""
+    if torso == "cnn":
+        return ConvTorso(activation=activation)
+    if torso == "nature":
+        return NatureTorso()
+    return None
+
+
+def image_min_size(torso: str) -> int:
+    """The smallest image side the ``torso`` takes (0 for ``mlp``)."""
+    return {"cnn": ConvTorso().min_size, "nature": NatureTorso.min_size}.get(torso, 0)
 
 
 class ActorCritic(nn.Module):
     """Separate policy and value networks on the same observation.
 
     ``torso="mlp"`` flattens the observation into MLPs; ``torso="cnn"`` puts a :class:`ConvTorso`
-    in front of each MLP and needs an image observation ``[H, W, C]``. Policy and value share no
+    (``"nature"``: a :class:`NatureTorso`) in front of each MLP and needs an image observation
+    ``[H, W, C]``. Policy and value share no
     parameters (as in the PPO implementations this follows), so the value loss's scale never
     reaches the policy's features.
 
@@ -129,13 +169,12 @@ class ActorCritic(nn.Module):
 
     def _network(self, out_dim: int, out_scale: float) -> nn.Module:
         mlp = MLP(self.hidden_sizes, out_dim, self.activation, out_scale=out_scale)
-        if self.torso == "cnn":
-            return nn.Sequential([ConvTorso(activation=self.activation), mlp])
-        return mlp
+        torso = image_torso(self.torso, self.activation)
+        return mlp if torso is None else nn.Sequential([torso, mlp])
 
     def _input(self, obs: jax.Array) -> jax.Array:
         obs = obs.astype(jnp.float32)
-        if self.torso == "cnn":
+        if self.torso != "mlp":
             return obs
         lead = obs.shape[: obs.ndim - self.obs_ndim]
         return obs.reshape(*lead, -1)

@@ -13,7 +13,7 @@ import numpy as np
 from jaxrl_fdg.fragments.networks import (
     ACTIVATIONS,
     MLP,
-    ConvTorso,
+    image_torso,
     orthogonal,
 )
 
@@ -32,10 +32,11 @@ def memory_width(memory: str, memory_size: int) -> int:
 
 
 class RecurrentCore(nn.Module):
-    """The hidden layers of ``hidden_sizes`` (after a :class:`ConvTorso` with ``torso="cnn"``),
-    then a recurrent cell of ``memory_size`` units: flax's ``GRUCell`` (Cho et al. 2014) or
-    ``OptimizedLSTMCell`` (Hochreiter & Schmidhuber 1997), whose ``(c, h)`` it keeps as one array
-    ``[c, h]``. One step: ``(memory [B, M], obs [B, *obs_shape]) -> (memory, features [B, H])``.
+    """The hidden layers of ``hidden_sizes`` (after an image torso with ``torso`` ``cnn`` or
+    ``nature``), then a recurrent cell of ``memory_size`` units: flax's ``GRUCell`` (Cho et al.
+    2014) or ``OptimizedLSTMCell`` (Hochreiter & Schmidhuber 1997), whose ``(c, h)`` it keeps as one
+    array ``[c, h]``. One step: ``(memory [B, M], obs [B, *obs_shape]) -> (memory, features [B,
+    H])``.
     """
 
     hidden_sizes: Sequence[int]
@@ -48,8 +49,8 @@ class RecurrentCore(nn.Module):
     def setup(self) -> None:
         sizes = tuple(self.hidden_sizes)
         body = MLP(sizes[:-1], sizes[-1], self.activation, out_scale=np.sqrt(2.0))
-        cnn = self.torso == "cnn"
-        self.body = nn.Sequential([ConvTorso(activation=self.activation), body]) if cnn else body
+        torso = image_torso(self.torso, self.activation)
+        self.body = body if torso is None else nn.Sequential([torso, body])
         # The project's orthogonal initializer: flax's own batches its QRs under vmap, which can
         # hang XLA:CPU (see orthogonal).
         cells = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
@@ -57,7 +58,7 @@ class RecurrentCore(nn.Module):
 
     def __call__(self, memory: jax.Array, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         obs = obs.astype(jnp.float32)
-        if self.torso != "cnn":
+        if self.torso == "mlp":
             obs = obs.reshape(*obs.shape[: obs.ndim - self.obs_ndim], -1)
         x = ACTIVATIONS[self.activation](self.body(obs))
         if self.memory == "lstm":

@@ -23,7 +23,7 @@ from jaxrl_fdg.profiling.timers import Timings
 
 
 def host_env_step(
-    simulator: Any, state: EnvFragmentState, actions: np.ndarray
+    state: EnvFragmentState, actions: np.ndarray
 ) -> tuple[EnvFragmentState, dict[str, np.ndarray]]:
     """One half's env step on the host, in numpy: the host env fragment's ``apply`` without the
     callback (the simulators, then the same episode bookkeeping in the same float32 arithmetic,
@@ -31,7 +31,7 @@ def host_env_step(
     from jaxrl_fdg.envs.host import step_simulators
 
     handle = np.asarray(state.env)
-    observation, reward, terminated, truncated, final = step_simulators(simulator, handle, actions)
+    observation, reward, terminated, truncated, final = step_simulators(handle, actions)
     done = terminated | truncated
     episode_return = np.asarray(state.episode_return) + reward
     episode_length = np.asarray(state.episode_length) + np.int32(1)
@@ -169,7 +169,7 @@ class DoubleBufferedPlan(Plan):
                 with self.timings.scope("env"):
                     actions = self.timings.device_get(actor_out["action"])
                     self._record("host_start", h, t, self._ready(in_flight[1 - h]))
-                    envs[h], env_out = host_env_step(self.simulator, envs[h], actions)
+                    envs[h], env_out = host_env_step(envs[h], actions)
                     self._record("host_end", h, t, self._ready(in_flight[1 - h]))
                 actor_step.append(actor_out)
                 host_step.append({"observation": observation, **env_out})

@@ -10,7 +10,7 @@ import pytest
 from jaxrl_fdg import envs
 from jaxrl_fdg.envs import prefixes
 
-PREFIXES = ("brax/", "gym/", "gymnax/")
+PREFIXES = ("brax/", "gym/", "gymnax/", "envpool/")
 
 
 def test_registered_names_apply_overrides_to_params():
@@ -33,9 +33,9 @@ def test_gym_names_are_host_simulators_without_params():
     assert params is None and simulator.on_host is True
     assert simulator.name == "gym/CartPole-v1"
     assert simulator.action_space == envs.Discrete(2)
-    host_env = simulator.make()  # keywords went to gymnasium.make
-    assert host_env.spec.max_episode_steps == 10
-    host_env.close()
+    batch = simulator.make_batch(1, 0)  # keywords went to gymnasium.make
+    assert batch.envs[0].spec.max_episode_steps == 10
+    batch.close()
 
 
 def test_gymnax_names_wrap_gymnax():
@@ -117,12 +117,12 @@ def test_checking_names_imports_no_optional_package():
     code = """
 import sys, jaxrl_fdg.envs as e
 e.adapters()
-for name in ('CartPole-v1', 'brax/ant:mjx', 'gym/x', 'gymnax/x'):
+for name in ('CartPole-v1', 'brax/ant:mjx', 'gym/x', 'gymnax/x', 'envpool/x'):
     try:
         e.check_name(name)
     except e.MissingDependencyError:
         pass
-print([m for m in ('brax', 'gymnasium', 'gymnax', 'mujoco') if m in sys.modules])
+print([m for m in ('brax', 'gymnasium', 'gymnax', 'mujoco', 'envpool') if m in sys.modules])
 """
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

@@ -127,7 +127,13 @@ def schedule():
     (each step sleeps) and an actor with a large network (a millisecond of device work)."""
     config = TINY.replace(fusion="step", hparams={**TINY.hparams, "hidden_sizes": (1024, 1024)})
     resolved = resolve(config)
-    slow = resolved.env._replace(make=lambda: _SlowStep(gymnasium.make("CartPole-v1")))
+    spaces = resolved.env.observation_space, resolved.env.action_space
+
+    def make_batch(num_envs, seed):
+        slow_envs = [_SlowStep(gymnasium.make("CartPole-v1")) for _ in range(num_envs)]
+        return host.GymnasiumBatch(slow_envs, seed, *spaces)
+
+    slow = resolved.env._replace(make_batch=make_batch)
     algorithm = resolved.spec.build(resolved.context)
     loop = host_env.HalvedLoop.for_simulator(slow, config.num_envs, algorithm, config.rollout_len)
     events: list = []
