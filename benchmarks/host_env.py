@@ -67,7 +67,7 @@ CASES: dict[str, tuple[str, str, PlanFactory]] = {
 
 def config(args: argparse.Namespace, placement: str, fusion: str) -> rl.TrainConfig:
     return rl.TrainConfig(
-        env="gym/CartPole-v1",
+        env=args.env,
         placement=placement,
         fusion=fusion,
         num_envs=args.num_envs,
@@ -127,6 +127,9 @@ def host_profile(args: argparse.Namespace, case: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--env", default="gym/CartPole-v1", help="a host simulator (gym/, envpool/)"
+    )
     parser.add_argument("--total-steps", type=int, default=64 * 1024)
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--rollout-len", type=int, default=128)
@@ -163,7 +166,7 @@ def main() -> None:
         args.out,
         "host_env",
         {
-            "env": "gym/CartPole-v1",
+            "env": args.env,
             "algo": "ppo",
             "num_envs": args.num_envs,
             "rollout_len": args.rollout_len,

@@ -25,7 +25,7 @@ from jaxrl_fdg.run.checkpoint import NonFiniteError, describe_nan
 
 _RUN_FLAGS = {
     "algo": "registered algorithm (see `jaxrl-fdg list`)",
-    "env": "registered environment",
+    "env": "registered environment, or prefix/<id> of an adapter (see `jaxrl-fdg list`)",
     "fusion": f"how fragments are compiled: {' | '.join(FUSION_MODES)}, or auto (the fastest, "
     "measured)",
     "total_steps": "environment-step budget",
@@ -200,6 +200,14 @@ def _add_run_flags(run: argparse._ArgumentGroup, spec: algorithms.AlgorithmSpec)
             help=f"{help_text} (default: {default})",
         )
     run.add_argument(
+        "--env-option",
+        dest="env_option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a keyword for the environment (repeatable), e.g. max_steps=200, or EnvPool's "
+        "episodic_life=true; VALUE is read as a TOML value, else as text",
+    )
+    run.add_argument(
         "--no-progress",
         dest="progress",
         action="store_false",
@@ -250,14 +258,37 @@ def _train(argv: list[str]) -> int:
     given = {k: v for k, v in vars(args).items() if v is not None and k not in ("config", "resume")}
     hparams = dict(data.get("hparams", {}))
     hparams.update({k[3:]: v for k, v in given.items() if k.startswith("hp.")})
+    env_options = dict(data.get("env_options", {}))
+    env_options.update(_env_options(given.pop("env_option", [])))
     merged = {**data, **{k: v for k, v in given.items() if not k.startswith("hp.")}}
     merged["hparams"] = hparams
+    merged["env_options"] = env_options
     config = cfg.from_mapping(merged, source="command line")
 
     result = train(config, print_summary=True, resume=args.resume)
     if result.run_dir is not None:
         print(f"run folder: {result.run_dir}")
     return 130 if result.summary["status"] == "interrupted" else 0
+
+
+def _env_options(pairs: list[str]) -> dict[str, Any]:
+    """``--env-option KEY=VALUE`` pairs as a mapping; VALUE read as TOML (``200``, ``5.0``,
+    ``true``, ``"text"``), else taken as text."""
+    import tomllib
+
+    options = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--env-option takes KEY=VALUE (e.g. max_steps=200), got {pair!r}")
+        text = raw.strip()
+        text = text.lower() if text.lower() in ("true", "false") else text
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        options[key.strip()] = value
+    return options
 
 
 def _evaluate(args: argparse.Namespace) -> int:

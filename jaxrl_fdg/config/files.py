@@ -37,9 +37,9 @@ def from_mapping(data: Mapping[str, Any], source: str = "config") -> TrainConfig
     values: dict[str, Any] = {}
     try:
         for key, value in data.items():
-            if key == "hparams":
+            if key in ("hparams", "env_options"):
                 if not isinstance(value, Mapping):
-                    raise ConfigError(f"hparams must be a table, got {value!r}")
+                    raise ConfigError(f"{key} must be a table, got {value!r}")
                 values[key] = dict(value)
             elif key in ("out", "run_name") and value in (None, ""):
                 values[key] = None

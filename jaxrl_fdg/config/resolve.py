@@ -8,6 +8,7 @@ raised before anything compiles. Placement-specific checks are the placement's o
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from jaxrl_fdg import envs, policies, validate
@@ -52,7 +53,7 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     spec = spec if spec is not None else algorithms.get(config.algo)
     config = config.with_defaults(spec.defaults)
     spec, hparams = check_values(config, spec)
-    env, env_params = make_env(config.env)
+    env, env_params = make_env(config.env, config.env_options)
     if config.steps_per_iteration > validate.INT32_MAX:
         raise ConfigError(
             f"num_envs × rollout_len = {config.steps_per_iteration:,} steps per iteration is "
@@ -159,11 +160,11 @@ def _check_run_name(name: str | None) -> None:
         )
 
 
-def make_env(name: str) -> tuple[Any, Any]:
-    """``(environment, params)`` for ``name`` (``envs.make`` parses every prefix); a host
-    simulator's params are ``None``."""
+def make_env(name: str, options: Mapping[str, Any] | None = None) -> tuple[Any, Any]:
+    """``(environment, params)`` for ``name`` with keyword ``options`` (``envs.make`` parses
+    every prefix); a host simulator's params are ``None``."""
     try:
-        return envs.make(name)
+        return envs.make(name, **(options or {}))
     except (ImportError, ValueError) as e:
         message = str(e)
         raise ConfigError(

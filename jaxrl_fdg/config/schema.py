@@ -57,7 +57,12 @@ class TrainConfig:
 
     Attributes:
       algo: registered algorithm name (``jaxrl-fdg list``).
-      env: registered environment name.
+      env: registered environment name, or an adapter's (``brax/``, ``gym/``, ``gymnax/``,
+        ``envpool/``: ``jaxrl-fdg list``).
+      env_options: keywords for the environment, as ``envs.make(env, **env_options)`` takes
+        them: fields of a registered environment's params, Brax's environment constructor,
+        ``gymnasium.make``, gymnax's params or EnvPool's options (e.g. ``episodic_life``);
+        ``max_steps`` is the episode length under every prefix.
 
       ``env``, ``total_steps``, ``num_envs``, ``rollout_len`` and ``log_every`` left ``None``
       take the algorithm's own defaults (``AlgorithmSpec.defaults``, shown by ``jaxrl-fdg
@@ -119,6 +124,7 @@ class TrainConfig:
 
     algo: str = "ppo"
     env: str | None = None
+    env_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     fusion: str = "scan"
     total_steps: int | None = None
     num_envs: int | None = None

@@ -13,7 +13,9 @@ import tomli_w
 import yaml
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import cli
 from jaxrl_fdg import config as cfg
+from jaxrl_fdg.cli import main
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.run import compile_cache
 
@@ -100,6 +102,34 @@ def test_file_round_trip(tmp_path):
     assert loaded.seed == 3 and loaded.fusion == "fragment"
     assert resolved.hparams == cfg.resolve(original).hparams
     assert resolved.hparams.hidden_sizes == (32,)
+
+
+def test_env_options_reach_the_environment_and_the_run_folder(tmp_path):
+    original = rl.TrainConfig(env="CartPole-v1", env_options={"max_steps": 50, "gravity": 5.0})
+    resolved = cfg.resolve(original)
+    assert (resolved.env_params.max_steps, resolved.env_params.gravity) == (50, 5.0)
+    path = tmp_path / "config.toml"
+    path.write_text(cfg.dump_toml(cfg.to_mapping(resolved)))
+    loaded = cfg.from_mapping(cfg.load(path), str(path))
+    assert loaded.env_options == {"max_steps": 50, "gravity": 5.0}
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--env-option", "bogus=1"], "unknown parameter(s) ['bogus'] for 'CartPole-v1'; valid: "),
+        (["--env-option", "max_steps"], "--env-option takes KEY=VALUE"),
+    ],
+)
+def test_bad_env_options_exit_2_before_compiling(flags, message, capsys):
+    assert main(["train", "--env", "CartPole-v1", *flags, "--out", ""]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_env_option_values_read_as_toml_else_text():
+    options = cli._env_options(["a=200", "b=5.0", "c=True", "d=false", "e=NoFrameskip", 'f="x"'])
+    assert options == {"a": 200, "b": 5.0, "c": True, "d": False, "e": "NoFrameskip", "f": "x"}
 
 
 def test_file_errors_name_the_key_and_file(tmp_path):

@@ -1,0 +1,124 @@
+"""Learning curves of PPO on simulators from other libraries: a Brax task and MinAtar Breakout.
+
+    python benchmarks/simulator_curves.py                 # both tasks, 2 seeds each
+    python benchmarks/simulator_curves.py --task minatar --seeds 1 --steps 500000
+
+Each task trains with ``jaxrl-fdg``'s own loop on the environment through its adapter, one run per
+seed, and draws the training return (mean over the episodes that ended between host boundaries)
+against env steps with ``jaxrl-fdg plot``'s code: ``results/curve-<task>.png``, the mean over seeds
+and a band of one standard deviation. ``results/simulator_curves.json`` keeps each run's final
+return, env-steps/s and compile seconds.
+
+* ``brax``: ``brax/inverted_pendulum`` on MJX with Brax's published PPO settings for the task
+  (observation normalisation, reward scaling 10, γ 0.97, learning rate 3e-4, entropy 0.01, clip
+  0.3, no value or gradient clipping, a constant learning rate), 256 envs × 16 steps, 1M steps.
+  The ceiling is 1000.
+* ``minatar``: ``gymnax/Breakout-MinAtar`` with the ``cnn`` torso and the MinAtar PPO settings of
+  PureJaxRL (64 envs × 128 steps, learning rate 5e-4 annealed, 4 epochs of 8 minibatches,
+  γ 0.99, λ 0.95, clip 0.2, entropy 0.01), 2M steps. A random policy scores about 0.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.plots import plot_runs
+from jaxrl_fdg.profiling import write_report
+
+RESULTS = Path(__file__).parent / "results"
+
+TASKS = {
+    "brax": dict(
+        env="brax/inverted_pendulum",
+        total_steps=1_000_000,
+        num_envs=256,
+        rollout_len=16,
+        hparams=dict(
+            gamma=0.97,
+            lr=3e-4,
+            ent_coef=1e-2,
+            clip_eps=0.3,
+            vf_clip=float("inf"),
+            max_grad_norm=1e9,
+            anneal_lr=False,
+            normalize_observations=True,
+            reward_scaling=10.0,
+        ),
+    ),
+    "minatar": dict(
+        env="gymnax/Breakout-MinAtar",
+        total_steps=2_000_000,
+        num_envs=64,
+        rollout_len=128,
+        hparams=dict(
+            torso="cnn",
+            activation="relu",
+            lr=5e-4,
+            num_minibatches=8,
+            update_epochs=4,
+            gamma=0.99,
+            gae_lambda=0.95,
+            clip_eps=0.2,
+            ent_coef=0.01,
+        ),
+    ),
+}
+
+
+def train(task: str, seed: int, steps: int | None, out: Path) -> dict:
+    setup = dict(TASKS[task])
+    if steps:
+        setup["total_steps"] = steps
+    config = rl.TrainConfig(
+        algo="ppo", seed=seed, out=str(out), run_name=f"seed-{seed}", progress=False, **setup
+    )
+    summary = rl.train(config).summary
+    return {
+        "seed": seed,
+        "final_return": summary.get("final_return"),
+        "env_steps": summary["env_steps"],
+        "steps_per_s": summary["steps_per_s"],
+        "compile_s": summary["compile_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=[*TASKS, "all"], default="all")
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=None, help="env steps (default: the task's)")
+    parser.add_argument("--keep-runs", action="store_true", help="keep the run folders")
+    args = parser.parse_args()
+
+    tasks = list(TASKS) if args.task == "all" else [args.task]
+    report = {}
+    for task in tasks:
+        out = RESULTS / f"curve-{task}-runs"
+        shutil.rmtree(out, ignore_errors=True)
+        runs = [train(task, seed, args.steps, out) for seed in range(args.seeds)]
+        image = plot_runs(
+            [out], metric="episode_return", x="step", output=RESULTS / f"curve-{task}.png"
+        )
+        if not args.keep_runs:
+            shutil.rmtree(out)
+        report[task] = {
+            "env": TASKS[task]["env"],
+            "runs": runs,
+            "median_final_return": statistics.median(r["final_return"] for r in runs),
+            "image": image.name,
+        }
+        print(task, json.dumps(report[task]))
+    path = RESULTS / "simulator_curves.json"
+    if path.exists():  # keep the other task's figures when one task is re-run
+        previous = json.loads(path.read_text())["results"]
+        report = {**previous, **report}
+    write_report(str(path), "simulator_curves", {"tasks": TASKS, "seeds": args.seeds}, report)
+
+
+if __name__ == "__main__":
+    main()
