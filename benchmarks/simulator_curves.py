@@ -15,7 +15,7 @@ return, env-steps/s and compile seconds.
   The ceiling is 1000.
 * ``minatar``: ``gymnax/Breakout-MinAtar`` with the ``cnn`` torso and the MinAtar PPO settings of
   PureJaxRL (64 envs × 128 steps, learning rate 5e-4 annealed, 4 epochs of 8 minibatches,
-  γ 0.99, λ 0.95, clip 0.2, entropy 0.01), 2M steps. A random policy scores about 0.5.
+  γ 0.99, λ 0.95, clip 0.2, entropy 0.01), 1M steps. A random policy scores about 0.5.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ TASKS = {
     ),
     "minatar": dict(
         env="gymnax/Breakout-MinAtar",
-        total_steps=2_000_000,
+        total_steps=1_000_000,
         num_envs=64,
         rollout_len=128,
         hparams=dict(
