@@ -94,9 +94,7 @@ def main() -> None:
     for name, row in results.items():
         num_envs, _, case = name.split(" ", 2)
         gym, pool = (row[env]["steps_per_s"] for env in SIMULATORS)
-        print(
-            f"| {num_envs} | {case} | {gym:,.0f} | {pool:,.0f} | {row['envpool_vs_gym']:.2f} |"
-        )
+        print(f"| {num_envs} | {case} | {gym:,.0f} | {pool:,.0f} | {row['envpool_vs_gym']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -256,16 +256,25 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
                 )
 
     def _conform(self, brax_state: Any) -> Any:
-        """Cast every leaf to the reset state's dtype (Brax returns Python floats, e.g. reward)."""
-        got = jax.tree.structure(brax_state)
-        want = jax.tree.structure(self._template)
-        if got != want:
-            # The base class selects leaf-wise between a stepped and a reset state.
-            raise ValueError(
-                f"{self.name}: Brax's stepped state differs in structure from its reset state; "
-                f"got {str(got)[:300]}..., expected {str(want)[:300]}..."
-            )
-        return jax.tree.map(_cast_like, brax_state, self._template)
+        return conform(self.name, brax_state, self._template)
+
+
+def conform(name: str, state: Any, template: Any) -> Any:
+    """``state`` with every leaf cast to the dtype of ``template``'s (a reset state's shapes);
+    MJX-based environments return Python floats, e.g. the reward, so that a stepped state and a
+    reset state are interchangeable in ``jnp.where`` and scan carries.
+
+    Raises:
+      ValueError: ``state`` differs in structure from ``template`` (the base class selects
+        leaf-wise between a stepped and a reset state).
+    """
+    got, want = jax.tree.structure(state), jax.tree.structure(template)
+    if got != want:
+        raise ValueError(
+            f"{name}: the stepped state differs in structure from the reset state; "
+            f"got {str(got)[:300]}..., expected {str(want)[:300]}..."
+        )
+    return jax.tree.map(_cast_like, state, template)
 
 
 def _cast_like(x: Any, ref: jax.ShapeDtypeStruct) -> Any:

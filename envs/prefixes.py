@@ -1,5 +1,5 @@
 """Environment names with a prefix: ``brax/<env>[:<backend>]``, ``gym/<id>``, ``gymnax/<id>``,
-``envpool/<task-id>``.
+``playground/<name>``, ``envpool/<task-id>``.
 
 Each prefix names an adapter to another library's environments. :data:`ADAPTERS` is the table:
 the prefix, what it gives, an example, the package it needs and how to install it, a cheap check
@@ -14,11 +14,15 @@ What ``**overrides`` mean, per prefix (for registered names they replace fields 
 * ``gym/``: keywords go to ``gymnasium.make`` (e.g. ``max_episode_steps=200``); params are None.
 * ``gymnax/``: keywords replace fields of gymnax's own params (e.g. ``gravity=5.0``);
   ``max_steps`` is gymnax's ``max_steps_in_episode``.
+* ``playground/``: ``max_steps`` sets the episode length in the params (default: the task's
+  ``episode_length``); other keywords replace fields of the task's config (``impl`` is ``jax``
+  unless given).
 * ``envpool/``: keywords go to ``envpool.make_gymnasium`` (e.g. ``episodic_life=True``);
   ``max_steps`` is EnvPool's ``max_episode_steps``; params are None.
 
-Nothing here imports Brax, gymnasium, gymnax or EnvPool: :func:`check` and :func:`adapters` look
-packages up with ``importlib.util.find_spec``, and each builder imports its package when it runs.
+Nothing here imports Brax, gymnasium, gymnax, Playground or EnvPool: :func:`check` and
+:func:`adapters` look packages up with ``importlib.util.find_spec``, and each builder imports its
+package when it runs.
 """
 
 from __future__ import annotations
@@ -108,6 +112,12 @@ def _build_envpool(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     return envpool_simulator(env_id, **overrides), None
 
 
+def _build_playground(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.playground_adapter import make_playground
+
+    return make_playground(env_id, **overrides)
+
+
 def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     from jaxrl_fdg.envs.gymnax_adapter import make_gymnax, with_params
 
@@ -145,6 +155,16 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxrl-fdg[gymnax]",
         _check_id("gymnax/"),
         _build_gymnax,
+    ),
+    Adapter(
+        "playground/",
+        "playground/<name>",
+        "a MuJoCo Playground task (DM Control suite, locomotion) on MJX, on the device",
+        "playground/CartpoleBalance",
+        "mujoco_playground",
+        "jaxrl-fdg[playground]",
+        _check_id("playground/"),
+        _build_playground,
     ),
     Adapter(
         "envpool/",

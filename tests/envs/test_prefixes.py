@@ -10,7 +10,7 @@ import pytest
 from jaxrl_fdg import envs
 from jaxrl_fdg.envs import prefixes
 
-PREFIXES = ("brax/", "gym/", "gymnax/", "envpool/")
+PREFIXES = ("brax/", "gym/", "gymnax/", "playground/", "envpool/")
 
 
 def test_registered_names_apply_overrides_to_params():
@@ -66,6 +66,8 @@ def test_unknown_names_raise_one_line_errors_with_close_matches():
         ("gymnax/Breakout-Minatar", "gymnax", "did you mean 'Breakout-MinAtar'"),
         ("brax/inverted_pendulm", "brax", "did you mean 'inverted_pendulum'"),
         ("gym/NoSuchEnv-v0", "gymnasium", "gymnasium cannot make 'NoSuchEnv-v0'"),
+        ("envpool/Pongg-v5", "envpool", "did you mean 'Pong-v5'"),
+        ("playground/CartpoleBalanse", "mujoco_playground", "did you mean 'CartpoleBalance'"),
     ],
 )
 def test_unknown_ids_are_found_when_built(name, module, message):
@@ -117,12 +119,13 @@ def test_checking_names_imports_no_optional_package():
     code = """
 import sys, jaxrl_fdg.envs as e
 e.adapters()
-for name in ('CartPole-v1', 'brax/ant:mjx', 'gym/x', 'gymnax/x', 'envpool/x'):
+for name in ('CartPole-v1', 'brax/ant:mjx', 'gym/x', 'gymnax/x', 'playground/x', 'envpool/x'):
     try:
         e.check_name(name)
     except e.MissingDependencyError:
         pass
-print([m for m in ('brax', 'gymnasium', 'gymnax', 'mujoco', 'envpool') if m in sys.modules])
+mods = ('brax', 'gymnasium', 'gymnax', 'mujoco', 'mujoco_playground', 'envpool')
+print([m for m in mods if m in sys.modules])
 """
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

@@ -1,0 +1,143 @@
+"""MuJoCo Playground environments behind this package's :class:`Environment` API:
+``playground/<name>`` (the DM Control suite on MJX, locomotion and manipulation tasks with a flat
+observation).
+
+``PlaygroundEnv(name)`` loads ``mujoco_playground.registry.load(name)``; reset and step are the
+environment's own ``reset(rng)`` and ``step(state, action)``, and nothing else. Playground's
+training wrappers (episode length, auto-reset, action repeat, domain randomisation) are not
+used: as for every environment here, the time limit and the auto-reset come from
+:class:`~jaxrl_fdg.envs.base.Environment`, once.
+
+* ``terminated`` is the environment's ``done`` of the step (DM Control tasks never end on their
+  own; locomotion tasks end when the robot falls).
+* ``truncated`` comes from the base class at ``params.max_steps``: the task's ``episode_length``
+  (1000 for the DM Control suite) unless ``max_steps`` says otherwise.
+* Actions are ``Box(-1, 1, (action_size,))``, passed on unchanged, Playground's convention.
+* Observations: flat arrays only (a task whose observation is a dict, such as the locomotion
+  tasks' ``state`` and ``privileged_state``, is refused with a message).
+* Physics: ``impl="jax"`` (MJX in JAX, compiled by XLA for any device) unless an ``impl``
+  option says otherwise; Playground's own default, ``warp``, needs NVIDIA Warp. Other keywords
+  replace fields of the task's config (``registry.get_default_config(name)``), e.g.
+  ``ctrl_dt``. The config's ``action_repeat`` is the training wrapper's and is not applied here.
+
+Playground is imported only when a task is built (the ``playground`` extra).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxrl_fdg.envs.base import Environment
+from jaxrl_fdg.envs.brax_adapter import conform
+from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
+from jaxrl_fdg.envs.spaces import Box
+
+PREFIX = "playground/"
+
+
+@struct.dataclass
+class PlaygroundParams:
+    """The episode length, in environment steps (static: changing it recompiles)."""
+
+    max_steps: int = struct.field(pytree_node=False, default=1000)
+
+
+class PlaygroundEnvState(NamedTuple):
+    """Our environment state: Playground's ``State`` (MJX data, obs, reward, done, metrics,
+    info)."""
+
+    playground_state: Any  # mujoco_playground.State; typed loosely so nothing imports Playground
+
+
+class PlaygroundEnv(Environment[PlaygroundEnvState, PlaygroundParams]):
+    """A MuJoCo Playground environment by name, time limit and auto-reset from the base class.
+
+    Raises:
+      UnknownEnvironmentError: Playground has no environment ``name`` (close matches named).
+      ValueError: a keyword that is no field of the task's config (the message lists them), or
+        a task with a non-flat observation.
+    """
+
+    def __init__(self, name: str, **options: Any):
+        from mujoco_playground import registry
+
+        if name not in registry.ALL_ENVS:
+            known = registry.ALL_ENVS
+            raise UnknownEnvironmentError(unknown("Playground environment", name, known))
+        config = registry.get_default_config(name)
+        overrides = {"impl": "jax", **options}
+        bad = sorted(set(overrides) - set(config.keys()))
+        if bad:
+            raise ValueError(
+                f"Playground environment {name!r} has no config field(s) {bad}; valid: "
+                f"{', '.join(sorted(config.keys()))}"
+            )
+        self._env = registry.load(name, config_overrides=overrides)
+        self.env_name = name
+        self.name = f"playground-{name}"
+        self.episode_length = int(config.episode_length)
+        self._template = jax.eval_shape(self._env.reset, jax.random.key(0))
+        obs = self._template.obs
+        if not isinstance(obs, jax.ShapeDtypeStruct) or len(obs.shape) != 1:
+            raise ValueError(
+                f"Playground environment {name!r} has a non-flat observation "
+                f"({jax.tree.map(lambda x: x.shape, obs)}); only flat arrays are supported"
+            )
+        self.observation_size = int(obs.shape[0])
+        self.action_size = int(self._env.action_size)
+
+    @property
+    def playground_env(self) -> Any:
+        """The wrapped Playground environment, with no wrapper around it."""
+        return self._env
+
+    @property
+    def default_params(self) -> PlaygroundParams:
+        return PlaygroundParams(max_steps=self.episode_length)
+
+    def reset_env(
+        self, key: jax.Array, params: PlaygroundParams
+    ) -> tuple[PlaygroundEnvState, jax.Array]:
+        state = self._conform(self._env.reset(key))
+        return PlaygroundEnvState(state), state.obs
+
+    def step_env(
+        self,
+        key: jax.Array,
+        state: PlaygroundEnvState,
+        action: jax.Array,
+        params: PlaygroundParams,
+    ) -> tuple[PlaygroundEnvState, jax.Array, jax.Array, jax.Array]:
+        del key  # Playground's step draws from the rng its state carries
+        action = jnp.asarray(action, jnp.float32)
+        if action.shape != (self.action_size,):
+            raise ValueError(
+                f"{self.name} takes actions of shape ({self.action_size},); got {action.shape}"
+            )
+        prev = state.playground_state
+        # Tasks update ``metrics`` and ``info`` in place; fresh dicts leave the caller's alone.
+        prev = prev.replace(metrics=dict(prev.metrics), info=dict(prev.info))
+        new = self._conform(self._env.step(prev, action))
+        return PlaygroundEnvState(new), new.obs, new.reward, new.done != 0
+
+    def observation_space(self, params: PlaygroundParams) -> Box:
+        return Box(-jnp.inf, jnp.inf, (self.observation_size,), jnp.float32)
+
+    def action_space(self, params: PlaygroundParams) -> Box:
+        return Box(-1.0, 1.0, (self.action_size,), jnp.float32)
+
+    def _conform(self, state: Any) -> Any:
+        return conform(self.name, state, self._template)
+
+
+def make_playground(name: str, **options: Any) -> tuple[PlaygroundEnv, PlaygroundParams]:
+    """``(environment, params)`` for Playground's ``name``; ``max_steps`` sets the episode
+    length, other ``options`` replace fields of the task's config."""
+    max_steps = options.pop("max_steps", None)
+    env = PlaygroundEnv(name, **options)
+    params = env.default_params
+    return env, params if max_steps is None else params.replace(max_steps=int(max_steps))
