@@ -65,7 +65,7 @@ def test_resets_within_a_step_are_independent_draws():
     assert abs(obs.mean()) < 0.005 and abs(obs.std() - 0.1 / np.sqrt(12)) < 0.003
 
 
-@pytest.mark.parametrize("every", [1, 3, 40, 10**9])  # full path, full, gathered, none
+@pytest.mark.parametrize("every", [1, 3, 40, 10**9])  # chunks of slots: 8, 3, 1, none
 @pytest.mark.parametrize("name", ["CartPole-v1", "Pendulum-v1"])
 def test_reset_paths_agree_bit_for_bit(monkeypatch, name, every):
     # With the statistics wrapper the auto-reset reads the finished state, so the gather of the
