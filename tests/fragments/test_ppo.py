@@ -157,11 +157,13 @@ DN = ("NHWC", "HWIO", "NHWC")
 def test_unsupported_spaces_are_rejected_before_compiling():
     with pytest.raises(rl.ConfigError, match=r"torso 'cnn' needs image observations.*\(4,\)"):
         resolve(rl.TrainConfig(env="CartPole-v1", out=None, hparams={"torso": "cnn"}))
+    with pytest.raises(rl.ConfigError, match=r"torso 'nature' needs .* at least 36 × 36"):
+        resolve(rl.TrainConfig(env="Catch-bsuite", out=None, hparams={"torso": "nature"}))
     ctx = resolve(_pendulum()).context
     matrix_actions = dataclasses.replace(ctx, action_space=Box(-1.0, 1.0, (2, 3)))
     with pytest.raises(rl.ConfigError, match=r"one-dimensional Box .* shape \(2, 3\)"):
         check(matrix_actions)
-    with pytest.raises(rl.ConfigError, match=r"unknown torso 'rnn' \(valid: mlp, cnn\)"):
+    with pytest.raises(rl.ConfigError, match=r"unknown torso 'rnn' \(valid: mlp, cnn, nature\)"):
         PPOConfig(torso="rnn")
     with pytest.raises(rl.ConfigError, match="log_std_init must be a finite number"):
         PPOConfig(log_std_init=float("nan"))
