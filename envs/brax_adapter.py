@@ -202,16 +202,7 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
     ) -> tuple[BraxEnvState, jax.Array, jax.Array, jax.Array]:
         del key  # Brax's step is deterministic given its state
         brax_env = self._brax_with(params.sys)
-        action = jnp.asarray(action, jnp.float32)
-        if action.shape != (self.action_size,):
-            raise ValueError(
-                f"{self.name} takes actions of shape ({self.action_size},); got {action.shape}"
-            )
-        prev = state.brax_state
-        # Some Brax envs (ant, humanoid, ...) update ``state.metrics`` in place; fresh dicts keep
-        # the caller's state unchanged when this runs outside jit.
-        prev = prev.replace(metrics=dict(prev.metrics), info=dict(prev.info))
-        new = self._conform(brax_env.step(prev, action))
+        new = step_mjx(self.name, brax_env, state.brax_state, action, self._template)
         terminated = new.done != 0
         return BraxEnvState(new), new.obs, new.reward, terminated
 
@@ -257,6 +248,20 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
 
     def _conform(self, brax_state: Any) -> Any:
         return conform(self.name, brax_state, self._template)
+
+
+def step_mjx(name: str, env: Any, state: Any, action: jax.Array, template: Any) -> Any:
+    """``env.step(state, action)`` for an MJX-based environment (Brax, MuJoCo Playground): the
+    action checked against the template's action size, the new state :func:`conform`-ed.
+
+    Some environments (Brax's ant, humanoid, ...) update ``state.metrics`` and ``state.info`` in
+    place; fresh dicts keep the caller's state unchanged when this runs outside jit.
+    """
+    action = jnp.asarray(action, jnp.float32)
+    if action.shape != (env.action_size,):
+        raise ValueError(f"{name} takes actions of shape ({env.action_size},); got {action.shape}")
+    state = state.replace(metrics=dict(state.metrics), info=dict(state.info))
+    return conform(name, env.step(state, action), template)
 
 
 def conform(name: str, state: Any, template: Any) -> Any:

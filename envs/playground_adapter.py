@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_fdg.envs.base import Environment
-from jaxrl_fdg.envs.brax_adapter import conform
+from jaxrl_fdg.envs.brax_adapter import conform, step_mjx
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
 from jaxrl_fdg.envs.spaces import Box
 
@@ -113,15 +113,7 @@ class PlaygroundEnv(Environment[PlaygroundEnvState, PlaygroundParams]):
         params: PlaygroundParams,
     ) -> tuple[PlaygroundEnvState, jax.Array, jax.Array, jax.Array]:
         del key  # Playground's step draws from the rng its state carries
-        action = jnp.asarray(action, jnp.float32)
-        if action.shape != (self.action_size,):
-            raise ValueError(
-                f"{self.name} takes actions of shape ({self.action_size},); got {action.shape}"
-            )
-        prev = state.playground_state
-        # Tasks update ``metrics`` and ``info`` in place; fresh dicts leave the caller's alone.
-        prev = prev.replace(metrics=dict(prev.metrics), info=dict(prev.info))
-        new = self._conform(self._env.step(prev, action))
+        new = step_mjx(self.name, self._env, state.playground_state, action, self._template)
         return PlaygroundEnvState(new), new.obs, new.reward, new.done != 0
 
     def observation_space(self, params: PlaygroundParams) -> Box:
