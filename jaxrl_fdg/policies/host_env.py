@@ -1,11 +1,11 @@
 """Placement ``host_env``: host simulators stepped in two halves that overlap device inference.
 
-A host simulator (``gym/<id>``) steps in Python on the host while the actor and the learner run
-on the accelerator. Stepped naively, the two take turns: the device idles while the host steps
-the simulators, and the host idles while the device computes the next actions. Splitting the env
-batch into two halves lets each hide the other (double buffering, as EnvPool's ``send`` /
-``recv`` does): while the host steps half 0, the device computes half 1's actions, and the other
-way round.
+A host simulator (``gym/<id>``, ``envpool/<task-id>``) steps on the host while the actor and the
+learner run on the accelerator. Stepped naively, the two take turns: the device idles while the host
+steps the simulators, and the host idles while the device computes the next actions. Splitting the
+env batch into two halves lets each hide the other (double buffering, as EnvPool's ``send`` /
+``recv`` does): while the host steps half 0, the device computes half 1's actions, and the other way
+round.
 
 Two pieces, one definition:
 
@@ -67,8 +67,8 @@ class HostEnv(BasePlacement):
         if not env.on_host:
             raise ConfigError(
                 f"placement 'host_env' steps host simulators: env must be gym/<id> (any "
-                f"gymnasium environment), got {config.env!r}; JAX environments run on the "
-                "device (placement 'single')"
+                f"gymnasium environment) or envpool/<task-id>, got {config.env!r}; JAX "
+                "environments run on the device (placement 'single')"
             )
         if config.num_envs % HALVES:
             raise ConfigError(
