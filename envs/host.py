@@ -3,8 +3,8 @@
 The simulators live on the host as a :class:`HostBatch`: one Python object per environment for
 gymnasium (:class:`GymnasiumBatch`), or one EnvPool stepping every environment in its own C++
 threads (:mod:`jaxrl_fdg.envs.envpool_adapter`). The fragment's state on the device is only a
-handle to the batch plus the observation and episode statistics. How they
-are stepped follows the fusion mode, with no change to the algorithm:
+handle to the batch plus the observation and episode statistics. How they are stepped follows the
+fusion mode, with no change to the algorithm:
 
 * split modes (``eager``, ``step``): the env step is not compiled; it runs in Python between the
   compiled policy calls, as most frameworks do;
@@ -52,7 +52,8 @@ _LOCK = threading.Lock()
 
 class HostBatch(Protocol):
     """A batch of host environments, stepped together; one per run (one per half of a
-    ``host_env`` run). Made by :attr:`HostSimulator.make_batch` and reset there.
+    ``host_env`` run). Made by :attr:`HostSimulator.make_batch`; the env fragment resets it once,
+    then steps it.
 
     ``send`` starts a step and ``recv`` finishes it: a simulator that steps in threads of its own
     (EnvPool) works between the two while the caller does something else; one stepped in Python
