@@ -1,7 +1,8 @@
-"""PPO on a Brax task, ours and Brax's own trainer side by side, on this machine.
+"""PPO and SAC on a Brax task, ours and Brax's own trainers side by side, on this machine.
 
     python benchmarks/brax_training.py                  # results/brax_training-cpu.json
     python benchmarks/brax_training.py --setup brax     # Brax's published sizes
+    python benchmarks/brax_training.py --setup sac      # SAC: results/brax_training-sac.json
     python benchmarks/brax_training.py --seeds 1 --steps 200000   # a quick look
 
 Both train ``inverted_pendulum`` on MJX for the same budget with the same hyperparameters: Brax's
@@ -13,6 +14,11 @@ episodes, at one of two sizes (:data:`SETUPS`): a CPU-sized one and Brax's publi
 stays different is each framework's own: Brax's policy is a tanh-squashed Gaussian with a learned
 state-dependent scale, ours a Gaussian with a state-independent log-std whose sample the env gets
 clipped to the box.
+
+``--setup sac`` trains SAC instead (``brax.training.agents.sac`` for Brax): the settings Brax's
+training notebook gives the task (reward scaling 10, γ 0.97, learning rate 3e-4, 64 envs, batches
+of 64, 32 updates per step of the 64 envs, a replay of 2^14 filled with 2^9 random steps first),
+64 × 64 ReLU networks and no observation normalisation (ours has none for SAC), 100k steps.
 
 Each run is a fresh process with the compilation cache off. Reported per framework: the final
 evaluation return, env-steps/s of training and compile seconds; medians over seeds, interleaved
@@ -42,7 +48,14 @@ ENV = "inverted_pendulum"
 SETUPS = {
     "cpu": dict(num_envs=256, rollout=16, brax_unroll=16, minibatches=4, steps=1_000_000),
     "brax": dict(num_envs=2048, rollout=80, brax_unroll=5, minibatches=32, steps=2_000_000),
+    # SAC with the settings Brax's training notebook gives this task (64 envs, batches of 64,
+    # 32 updates per step of the 64 envs, replay 2^14, 2^9 random steps first), 64 x 64 ReLU
+    # networks, without observation normalisation (ours has none for SAC), 100k steps.
+    "sac": dict(
+        num_envs=64, batch=64, updates_per_step=32, replay=2**14, warmup=2**9, steps=100_000
+    ),
 }
+SAC = dict(gamma=0.97, lr=3e-4, reward_scaling=10.0, hidden=(64, 64))
 EPOCHS = 4
 EVAL_EPISODES = 16
 EVALS = 6  # Brax's: at step 0 and after each of its 5 training epochs
@@ -51,10 +64,33 @@ SHARED = dict(gamma=0.97, lr=3e-4, ent_coef=1e-2, clip_eps=0.3, gae_lambda=0.95,
 
 
 def ours(setup: dict, seed: int) -> dict:
-    import tempfile
-
     import jaxrl_fdg as rl
 
+    if "batch" in setup:  # the SAC setup
+        return _ours_run(
+            rl.TrainConfig(
+                algo="sac",
+                env=f"brax/{ENV}",
+                total_steps=setup["steps"],
+                num_envs=setup["num_envs"],
+                rollout_len=1,
+                log_every=100,
+                seed=seed,
+                hparams={
+                    "gamma": SAC["gamma"],
+                    "actor_lr": SAC["lr"],
+                    "critic_lr": SAC["lr"],
+                    "alpha_lr": SAC["lr"],
+                    "reward_scaling": SAC["reward_scaling"],
+                    "batch_size": setup["batch"],
+                    "utd_ratio": setup["updates_per_step"] / setup["num_envs"],
+                    "buffer_size": setup["replay"],
+                    "learning_starts": setup["warmup"],
+                    "hidden_sizes": SAC["hidden"],
+                },
+            ),
+            setup,
+        )
     hparams = {
         **SHARED,
         "anneal_lr": False,
@@ -74,12 +110,23 @@ def ours(setup: dict, seed: int) -> dict:
         num_envs=setup["num_envs"],
         rollout_len=setup["rollout"],
         seed=seed,
+        hparams=hparams,
+    )
+    return _ours_run(config, setup)
+
+
+def _ours_run(config, setup: dict) -> dict:
+    """Train ``config`` with a final evaluation; its return, rate and compile seconds."""
+    import tempfile
+
+    import jaxrl_fdg as rl
+
+    config = config.replace(
         eval_every=setup["steps"],
         eval_episodes=EVAL_EPISODES,
         run_name="ours",
         progress=False,
         compile_cache=False,
-        hparams=hparams,
     )
     with tempfile.TemporaryDirectory() as out:  # the run folder holds the evaluation's row
         run = rl.train(config.replace(out=out))
@@ -106,6 +153,10 @@ def brax(setup: dict, seed: int) -> dict:
 
     def progress(step, metrics):
         calls.append((time.perf_counter() - start, int(step), dict(metrics)))
+
+    if "batch" in setup:
+        _brax_sac(setup, seed, progress)
+        return _brax_figures(calls)
 
     factory = functools.partial(
         networks.make_ppo_networks,
@@ -143,10 +194,50 @@ def brax(setup: dict, seed: int) -> dict:
         seed=seed,
         progress_fn=progress,
     )
-    # An evaluation at step 0 (the time to it is mostly compiling the evaluation and the reset,
-    # as ours counts its evaluation's compile), then one after each training epoch. Here the
-    # first two epochs each take about 13 s, whatever their steps, and the later ones under
-    # 1 s: the training epoch compiles on both of its first two calls.
+    return _brax_figures(calls)
+
+
+def _brax_sac(setup: dict, seed: int, progress) -> None:
+    import functools
+
+    import flax.linen as nn
+    from brax import envs
+    from brax.training.agents.sac import networks, train
+
+    train.train(
+        environment=envs.get_environment(ENV, backend="mjx"),
+        num_timesteps=setup["steps"],
+        num_envs=setup["num_envs"],
+        episode_length=1000,
+        learning_rate=SAC["lr"],
+        discounting=SAC["gamma"],
+        reward_scaling=SAC["reward_scaling"],
+        batch_size=setup["batch"],
+        grad_updates_per_step=setup["updates_per_step"],
+        max_replay_size=setup["replay"],
+        min_replay_size=setup["warmup"],
+        normalize_observations=False,
+        network_factory=functools.partial(
+            networks.make_sac_networks, hidden_layer_sizes=SAC["hidden"], activation=nn.relu
+        ),
+        num_evals=EVALS,
+        num_eval_envs=EVAL_EPISODES,
+        deterministic_eval=True,
+        seed=seed,
+        progress_fn=progress,
+    )
+
+
+def _brax_figures(calls: list[tuple[float, int, dict]]) -> dict:
+    """Final return, env-steps/s and compile seconds from Brax's progress calls.
+
+    An evaluation at step 0 (the time to it is mostly compiling the evaluation and the reset,
+    as ours counts its evaluation's compile), then one after each training epoch. For PPO the
+    first two epochs each take about 13 s here, whatever their steps, and the later ones under
+    1 s: the training epoch compiles on both of its first two calls. The rate is the median of
+    the epochs after those two, the compile time what every epoch took beyond its steps at that
+    rate, plus the time to the first evaluation.
+    """
     epochs = [(step, m["training/walltime"], m["training/sps"]) for _, step, m in calls[1:]]
     rate = statistics.median(sps for _, _, sps in epochs[2:])
     compile_s, before_step, before_wall = calls[0][0], 0, 0.0
