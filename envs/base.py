@@ -193,19 +193,19 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         uses the reset key itself. Threefry's split gives the same first keys whatever the
         number split, so this holds on every path below and their results agree bit for bit.
 
-        Only as many resets as are needed are computed. With few environments (below 64) a
-        branch resets either none (no episode ended: no random numbers drawn at all) or every
-        environment, keeping the results where ``done``. With more, the finished environments
-        are gathered into :func:`_reset_slots` slots, reset there and read back, one chunk of
-        slots after another until every finished one is done (none when no episode ended; one
-        chunk in the common case; several when many end at once, as environments truncated in
-        lock-step do). Either way the program holds one batched reset, not one per path: for
-        MJX environments, whose reset is a forward pass of the physics, a second copy doubled
-        the step's compile time (35 against 73 s for a scan of Brax's inverted_pendulum at 256
-        environments here, at the same env-steps/s). Under a ``vmap`` of this whole call the
-        branch becomes a select and the loop runs as many chunks as the lane that needs most,
-        which is still correct. Executed eagerly (op by op, outside ``jit``), every environment
-        is reset, so that the operations run are the same on every step.
+        Only as many resets as are needed are computed. With few environments (below 64) a branch
+        resets either none (no episode ended: no random numbers drawn at all) or every environment,
+        keeping the results where ``done``. With more, the finished environments are gathered into
+        :func:`_reset_slots` slots, reset there and read back, one chunk of slots after another
+        until every finished one is done (none when no episode ended; one chunk in the common case;
+        several when many end at once, as environments truncated in lock-step do). Either way the
+        program holds one batched reset, not one per path: for MJX environments, whose reset is a
+        forward pass of the physics, a second copy nearly doubled the step's compile time (a scan of
+        Brax's inverted_pendulum at 256 environments here: 73 s with it, 43 s with the loop; see
+        docs/decisions.md). Under a ``vmap`` of this whole call the branch becomes a select and the
+        loop runs as many chunks as the lane that needs most, which is still correct. Executed
+        eagerly (op by op, outside ``jit``), every environment is reset, so that the operations run
+        are the same on every step.
         """
         slots = _reset_slots(done.shape[0])
         reset = jax.vmap(self.auto_reset_env, in_axes=(0, 0, None))
