@@ -63,65 +63,17 @@ HIDDEN = (64, 64)
 SHARED = dict(gamma=0.97, lr=3e-4, ent_coef=1e-2, clip_eps=0.3, gae_lambda=0.95, vf_coef=0.5)
 
 
+def _is_sac(setup: dict) -> bool:
+    return "batch" in setup
+
+
 def ours(setup: dict, seed: int) -> dict:
-    import jaxrl_fdg as rl
-
-    if "batch" in setup:  # the SAC setup
-        return _ours_run(
-            rl.TrainConfig(
-                algo="sac",
-                env=f"brax/{ENV}",
-                total_steps=setup["steps"],
-                num_envs=setup["num_envs"],
-                rollout_len=1,
-                log_every=100,
-                seed=seed,
-                hparams={
-                    "gamma": SAC["gamma"],
-                    "actor_lr": SAC["lr"],
-                    "critic_lr": SAC["lr"],
-                    "alpha_lr": SAC["lr"],
-                    "reward_scaling": SAC["reward_scaling"],
-                    "batch_size": setup["batch"],
-                    "utd_ratio": setup["updates_per_step"] / setup["num_envs"],
-                    "buffer_size": setup["replay"],
-                    "learning_starts": setup["warmup"],
-                    "hidden_sizes": SAC["hidden"],
-                },
-            ),
-            setup,
-        )
-    hparams = {
-        **SHARED,
-        "anneal_lr": False,
-        "vf_clip": float("inf"),
-        "max_grad_norm": 1e9,
-        "update_epochs": EPOCHS,
-        "num_minibatches": setup["minibatches"],
-        "hidden_sizes": HIDDEN,
-        "activation": "tanh",
-        "normalize_observations": True,
-        "reward_scaling": 10.0,
-    }
-    config = rl.TrainConfig(
-        algo="ppo",
-        env=f"brax/{ENV}",
-        total_steps=setup["steps"],
-        num_envs=setup["num_envs"],
-        rollout_len=setup["rollout"],
-        seed=seed,
-        hparams=hparams,
-    )
-    return _ours_run(config, setup)
-
-
-def _ours_run(config, setup: dict) -> dict:
-    """Train ``config`` with a final evaluation; its return, rate and compile seconds."""
+    """Train ours with a final evaluation; its return, rate and compile seconds."""
     import tempfile
 
     import jaxrl_fdg as rl
 
-    config = config.replace(
+    config = (_ours_sac if _is_sac(setup) else _ours_ppo)(setup, seed).replace(
         eval_every=setup["steps"],
         eval_episodes=EVAL_EPISODES,
         run_name="ours",
@@ -140,13 +92,60 @@ def _ours_run(config, setup: dict) -> dict:
     }
 
 
+def _ours_sac(setup: dict, seed: int):
+    import jaxrl_fdg as rl
+
+    return rl.TrainConfig(
+        algo="sac",
+        env=f"brax/{ENV}",
+        total_steps=setup["steps"],
+        num_envs=setup["num_envs"],
+        rollout_len=1,
+        log_every=100,
+        seed=seed,
+        hparams={
+            "gamma": SAC["gamma"],
+            "actor_lr": SAC["lr"],
+            "critic_lr": SAC["lr"],
+            "alpha_lr": SAC["lr"],
+            "reward_scaling": SAC["reward_scaling"],
+            "batch_size": setup["batch"],
+            "utd_ratio": setup["updates_per_step"] / setup["num_envs"],
+            "buffer_size": setup["replay"],
+            "learning_starts": setup["warmup"],
+            "hidden_sizes": SAC["hidden"],
+        },
+    )
+
+
+def _ours_ppo(setup: dict, seed: int):
+    import jaxrl_fdg as rl
+
+    hparams = {
+        **SHARED,
+        "anneal_lr": False,
+        "vf_clip": float("inf"),
+        "max_grad_norm": 1e9,
+        "update_epochs": EPOCHS,
+        "num_minibatches": setup["minibatches"],
+        "hidden_sizes": HIDDEN,
+        "activation": "tanh",
+        "normalize_observations": True,
+        "reward_scaling": 10.0,
+    }
+    return rl.TrainConfig(
+        algo="ppo",
+        env=f"brax/{ENV}",
+        total_steps=setup["steps"],
+        num_envs=setup["num_envs"],
+        rollout_len=setup["rollout"],
+        seed=seed,
+        hparams=hparams,
+    )
+
+
 def brax(setup: dict, seed: int) -> dict:
-    import functools
-
-    import flax.linen as nn
-    from brax import envs
-    from brax.training.agents.ppo import networks, train
-
+    """Train with Brax's own trainer; its return, rate and compile seconds."""
     _restore_device_put_replicated()
     calls: list[tuple[float, int, dict]] = []
     start = time.perf_counter()
@@ -154,9 +153,16 @@ def brax(setup: dict, seed: int) -> dict:
     def progress(step, metrics):
         calls.append((time.perf_counter() - start, int(step), dict(metrics)))
 
-    if "batch" in setup:
-        _brax_sac(setup, seed, progress)
-        return _brax_figures(calls)
+    (_brax_sac if _is_sac(setup) else _brax_ppo)(setup, seed, progress)
+    return _brax_figures(calls)
+
+
+def _brax_ppo(setup: dict, seed: int, progress) -> None:
+    import functools
+
+    import flax.linen as nn
+    from brax import envs
+    from brax.training.agents.ppo import networks, train
 
     factory = functools.partial(
         networks.make_ppo_networks,
@@ -194,7 +200,6 @@ def brax(setup: dict, seed: int) -> dict:
         seed=seed,
         progress_fn=progress,
     )
-    return _brax_figures(calls)
 
 
 def _brax_sac(setup: dict, seed: int, progress) -> None:
