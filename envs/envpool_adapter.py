@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError
-from jaxrl_fdg.envs.host import HostSimulator, StepArrays
+from jaxrl_fdg.envs.host import HostSimulator, StepArrays, gymnasium_space
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
 PREFIX = "envpool/"
@@ -146,13 +146,9 @@ def _is_atari(task_id: str) -> bool:
 
 
 def _space(space: Any, channels_last: bool) -> Space:
-    import gymnasium
-
-    if isinstance(space, gymnasium.spaces.Discrete):
-        return Discrete(int(space.n))
-    if isinstance(space, gymnasium.spaces.Box):
-        low, high = (np.asarray(b, np.float32) for b in (space.low, space.high))
-        if channels_last:
-            low, high = np.moveaxis(low, 0, -1), np.moveaxis(high, 0, -1)
-        return Box(low, high, low.shape)
-    raise ValueError(f"unsupported EnvPool space {space!r} (supported: Discrete, Box)")
+    """EnvPool's gymnasium space as ours; a ``Box`` of images moved to channels last."""
+    ours = gymnasium_space(space)
+    if not channels_last or not isinstance(ours, Box):
+        return ours
+    low, high = (np.moveaxis(np.asarray(b), 0, -1) for b in (ours.low, ours.high))
+    return Box(low, high, low.shape)

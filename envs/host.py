@@ -114,7 +114,7 @@ def gymnasium_simulator(env_id: str, **kwargs: Any) -> HostSimulator:
         # UnknownEnvironmentError is a ValueError, as every other failure here.
         error = UnknownEnvironmentError if isinstance(e, unregistered) else ValueError
         raise error(f"gymnasium cannot make {env_id!r}: {' '.join(str(e).split())}") from None
-    spaces = _space(probe.observation_space), _space(probe.action_space)
+    spaces = gymnasium_space(probe.observation_space), gymnasium_space(probe.action_space)
     probe.close()
 
     def make_batch(num_envs: int, seed: int) -> GymnasiumBatch:
@@ -124,7 +124,8 @@ def gymnasium_simulator(env_id: str, **kwargs: Any) -> HostSimulator:
     return HostSimulator(PREFIX + env_id, make_batch, *spaces)
 
 
-def _space(space: Any) -> Space:
+def gymnasium_space(space: Any) -> Space:
+    """A gymnasium ``Discrete`` or ``Box`` as ours (a ``Box`` as float32)."""
     import gymnasium
 
     if isinstance(space, gymnasium.spaces.Discrete):
