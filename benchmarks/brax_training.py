@@ -73,7 +73,7 @@ def ours(setup: dict, seed: int) -> dict:
 
     import jaxrl_fdg as rl
 
-    config = (_ours_sac if _is_sac(setup) else _ours_ppo)(setup, seed).replace(
+    config = (sac_config if _is_sac(setup) else ppo_config)(setup, seed).replace(
         eval_every=setup["steps"],
         eval_episodes=EVAL_EPISODES,
         run_name="ours",
@@ -92,7 +92,8 @@ def ours(setup: dict, seed: int) -> dict:
     }
 
 
-def _ours_sac(setup: dict, seed: int):
+def sac_config(setup: dict, seed: int):
+    """Our SAC run of the ``sac`` setup."""
     import jaxrl_fdg as rl
 
     return rl.TrainConfig(
@@ -118,7 +119,8 @@ def _ours_sac(setup: dict, seed: int):
     )
 
 
-def _ours_ppo(setup: dict, seed: int):
+def ppo_config(setup: dict, seed: int):
+    """Our PPO run of the ``cpu`` or ``brax`` setup (benchmarks/simulator_curves.py draws it)."""
     import jaxrl_fdg as rl
 
     hparams = {

@@ -24,32 +24,22 @@ import argparse
 import json
 import shutil
 import statistics
+import sys
 from pathlib import Path
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.plots import plot_runs
 from jaxrl_fdg.profiling import write_report
 
+sys.path.insert(0, str(Path(__file__).parent))
+import brax_training  # noqa: E402  (the Brax task's settings)
+
 RESULTS = Path(__file__).parent / "results"
 
+# The Brax task's run is benchmarks/brax_training.py's PPO at its CPU size (ppo_config).
+BRAX_SETUP = "cpu"
 TASKS = {
-    "brax": dict(
-        env="brax/inverted_pendulum",
-        total_steps=1_000_000,
-        num_envs=256,
-        rollout_len=16,
-        hparams=dict(
-            gamma=0.97,
-            lr=3e-4,
-            ent_coef=1e-2,
-            clip_eps=0.3,
-            vf_clip=float("inf"),
-            max_grad_norm=1e9,
-            anneal_lr=False,
-            normalize_observations=True,
-            reward_scaling=10.0,
-        ),
-    ),
+    "brax": dict(env=f"brax/{brax_training.ENV}", setup=brax_training.SETUPS[BRAX_SETUP]),
     "minatar": dict(
         env="gymnax/Breakout-MinAtar",
         total_steps=1_000_000,
@@ -70,13 +60,18 @@ TASKS = {
 }
 
 
+def task_config(task: str, seed: int, steps: int | None) -> rl.TrainConfig:
+    """PPO's run on ``task`` with ``seed`` (``steps`` env steps, or the task's own)."""
+    if task == "brax":
+        setup = {**brax_training.SETUPS[BRAX_SETUP], **({"steps": steps} if steps else {})}
+        return brax_training.ppo_config(setup, seed)
+    setup = {**TASKS[task], **({"total_steps": steps} if steps else {})}
+    return rl.TrainConfig(algo="ppo", seed=seed, **setup)
+
+
 def train(task: str, seed: int, steps: int | None, out: Path) -> dict:
-    setup = dict(TASKS[task])
-    if steps:
-        setup["total_steps"] = steps
-    config = rl.TrainConfig(
-        algo="ppo", seed=seed, out=str(out), run_name=f"seed-{seed}", progress=False, **setup
-    )
+    config = task_config(task, seed, steps)
+    config = config.replace(out=str(out), run_name=f"seed-{seed}", progress=False)
     summary = rl.train(config).summary
     return {
         "seed": seed,
