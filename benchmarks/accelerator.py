@@ -71,7 +71,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "fusion_modes": ["--total-steps", "1024", "--repeats", "1", "--eager-iterations", "0",
                          "--modes", ""],
         "algorithms": ["--algos", "ppo,dqn", "--modes", "scan", "--iterations", "2",
-                       "--eager-iterations", "0"],
+                       "--rounds", "1", "--eager-iterations", "0"],
         "envs": ["--envs", "CartPole-v1", "--num-envs", "64", "--steps", "10",
                  "--python-steps", "4", "--repeats", "1", "--no-gymnax"],
         "seeds": ["--seeds", "2", "--algos", "ppo", "--rounds", "1", "--scale", "0.01"],
@@ -84,7 +84,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         # runs as many iterations as scan, enough for the off-policy learners to start updating.
         "fusion_modes": ["--total-steps", "102400", "--repeats", "1", "--eager-iterations", "0"],
         "algorithms": ["--algos", "all", "--modes", "scan,step", "--iterations", "20",
-                       "--step-iterations", "20", "--eager-iterations", "0"],
+                       "--rounds", "1", "--eager-iterations", "0"],
         "envs": ["--envs", "CartPole-v1,Pendulum-v1", "--num-envs", "1,1024,16384",
                  "--steps", "100", "--python-steps", "20", "--python-max-envs", "1024"],
         "seeds": ["--seeds", "1,16,256", "--rounds", "2", "--scale", "0.25"],

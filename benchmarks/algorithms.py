@@ -1,11 +1,13 @@
 """Env-steps/s of every registered algorithm under every fusion mode, in one run.
 
 Each algorithm runs its default hyperparameters on its usual environment (``SETTINGS``; an
-algorithm registered since takes its spec's own run settings) with a fixed number of
-iterations per mode (compile seconds reported apart from run seconds). Off-policy algorithms start
-learning after their first iteration here (``learning_starts`` = one iteration), so every timed
-iteration includes its updates. ``eager`` is timed over a few iterations after one warm-up
-iteration; the others over the whole budget.
+algorithm registered since takes its spec's own run settings) for the same number of iterations
+in every compiled mode (``ITERATIONS``, or ``--iterations``), compile seconds reported apart from
+run seconds. Off-policy algorithms start learning after their first iteration here
+(``learning_starts`` = one iteration), so every timed iteration but the first includes its
+updates. Runs are interleaved, ``--rounds`` times over (round 1: every algorithm in every mode,
+then round 2, ...), so the machine's drift hits every mode alike; each figure is the median of
+the rounds. ``eager`` is timed once, over a few iterations after one warm-up iteration.
 
     python benchmarks/algorithms.py                          # writes results/algorithms.json
     python benchmarks/algorithms.py --algos all --modes scan  # every registered algorithm
@@ -14,6 +16,7 @@ iteration; the others over the whole budget.
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from pathlib import Path
 
@@ -33,6 +36,9 @@ SETTINGS = {
     "ddpg": dict(env="Pendulum-v1", num_envs=4, rollout_len=8),
 }
 MODES = ("scan", "iteration", "fragment", "step")
+# Iterations per compiled mode where the default (``--iterations``) would take minutes: SAC, TD3
+# and DDPG make 32 updates of 256 × (256, 256) networks per iteration (~0.1 s here).
+ITERATIONS = {"sac": 30, "td3": 30, "ddpg": 30}
 
 
 def settings_for(algo: str) -> dict:
@@ -81,10 +87,26 @@ def run_eager(config: rl.TrainConfig, iterations: int) -> dict:
     return {"compile_s": None, "run_s": run_s, "env_steps": steps, "steps_per_s": steps / run_s}
 
 
+def medians(runs: list[dict]) -> dict:
+    """One mode's rounds as medians, the per-round env-steps/s kept beside them."""
+    return {
+        "compile_s": statistics.median(r["compile_s"] for r in runs),
+        "run_s": statistics.median(r["run_s"] for r in runs),
+        "env_steps": runs[0]["env_steps"],
+        "steps_per_s": statistics.median(r["steps_per_s"] for r in runs),
+        "steps_per_s_all": [r["steps_per_s"] for r in runs],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=200, help="per compiled mode")
-    parser.add_argument("--step-iterations", type=int, default=20, help="for the step mode")
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=None,
+        help=f"per compiled mode (default 200; {ITERATIONS} for the slowest)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
     parser.add_argument("--eager-iterations", type=int, default=1, help="0 skips eager")
     parser.add_argument(
         "--algos", default=",".join(SETTINGS), help="comma-separated, or 'all': every registered"
@@ -98,32 +120,42 @@ def main() -> None:
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         parser.error(f"--modes: unknown {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    iterations = {a: args.iterations or ITERATIONS.get(a, 200) for a in algos}
 
+    runs: dict[str, dict[str, list[dict]]] = {a: {m: [] for m in modes} for a in algos}
+    for round_ in range(args.rounds):  # interleaved: machine noise hits every mode alike
+        for algo in algos:
+            for mode in modes:
+                print(f"round {round_ + 1}: {algo} {mode} ...", flush=True)
+                config = config_for(algo, iterations[algo], mode, args.seed)
+                runs[algo][mode].append(run_mode(config))
     results: dict[str, dict] = {}
     for algo in algos:
-        results[algo] = {}
-        for mode in modes:
-            iterations = args.step_iterations if mode == "step" else args.iterations
-            print(f"{algo} {mode} ...", flush=True)
-            results[algo][mode] = run_mode(config_for(algo, iterations, mode, args.seed))
+        results[algo] = {mode: medians(runs[algo][mode]) for mode in modes}
         if args.eager_iterations > 0:
             config = config_for(algo, args.eager_iterations + 1, "eager", args.seed)
             results[algo]["eager"] = run_eager(config, args.eager_iterations)
         if "scan" in results[algo] and "step" in results[algo]:
             scan = results[algo]["scan"]["steps_per_s"]
             results[algo]["scan_vs_step"] = scan / results[algo]["step"]["steps_per_s"]
-    config = {"settings": {a: settings_for(a) for a in results}, "iterations": args.iterations}
+    config = {
+        "settings": {a: settings_for(a) for a in results},
+        "iterations": iterations,
+        "rounds": args.rounds,
+    }
     if modes != list(MODES):
         config["modes"] = modes
     write_report(args.out, "algorithms", config, results)
     header = f"{'':<6}" + "".join(f"{m:>12}" for m in (*MODES, "eager"))
     print(header)
-    for algo, modes in results.items():
-        cells = "".join(
-            f"{modes[m]['steps_per_s']:>12,.0f}" if m in modes else f"{'—':>12}"
+    for algo, cells in results.items():
+        row = "".join(
+            f"{cells[m]['steps_per_s']:>12,.0f}" if m in cells else f"{'—':>12}"
             for m in (*MODES, "eager")
         )
-        print(f"{algo:<6}{cells}")
+        print(f"{algo:<6}{row}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@
       L(θ) = ½ Σ_i E_w[(Q_θi(s, a) − y)²]
 
   followed by the Polyak update of its target network; each algorithm computes ``y`` its way.
+* Brax's two options: ``reward_scaling`` in the TD target, and ``normalize_observations``
+  (running moments of every observation collected, applied to the sampled batches and published
+  with the actor's parameters; :func:`~jaxrl_fdg.fragments.offpolicy.normalized_observations`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
-from jaxrl_fdg.fragments import exploration, losses, offpolicy
+from jaxrl_fdg.fragments import exploration, losses, normalization, offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
 
 # The run SAC, TD3 and DDPG default to (``AlgorithmSpec.defaults``): Pendulum-v1, which each
@@ -62,6 +65,9 @@ class ContinuousConfig(offpolicy.OffPolicyConfig):
     activation: str = hparam("relu", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
     reward_scaling: float = hparam(
         1.0, "multiply rewards by this in the TD target (returns unchanged)"
+    )
+    normalize_observations: bool = hparam(
+        False, "standardise observations by running moments of all collected (Brax's SAC)"
     )
 
     def __post_init__(self) -> None:
@@ -253,20 +259,33 @@ def build(
     hp: ContinuousConfig = ctx.hparams
     space = ctx.action_space
 
+    def published(state):
+        return state.actor.params
+
+    moments, extra, learner_inputs = None, (), ()
+    if hp.normalize_observations:
+        moments = normalization.ObservationMoments(ctx.observation_space.shape)
+        statistics, init, learn, published = offpolicy.normalized_observations(
+            ctx, moments, init, learn, published
+        )
+        extra, learner_inputs = (statistics,), (offpolicy.MOMENTS,)
+
     def act(steps, inputs, key):
         """The exploring policy, or uniformly random actions over the box during the warm-up.
         The actor's state counts the env steps taken."""
         k_random, k_policy = jax.random.split(key)
-        observation = inputs["observation"]
-        batch = observation.shape[0]
-        policy = env_action(explore(inputs["params"], observation, k_policy), ctx)
+        batch = inputs["observation"].shape[0]
+        actor_params, observation = offpolicy.standardized(
+            moments, inputs["params"], inputs["observation"]
+        )
+        policy = env_action(explore(actor_params, observation, k_policy), ctx)
         random = exploration.random_actions(k_random, space, batch)
         warm = exploration.warming_up(steps, hp.learning_starts)
         return steps + batch, {"action": jnp.where(warm, random, policy).astype(space.dtype)}
 
-    actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.actor.params)
+    actor, learner = offpolicy.actor_and_learner(act, init, learn, published, learner_inputs)
 
     def policy(params, observation):
-        return env_action(mode(params, observation), ctx)
+        return env_action(mode(*offpolicy.standardized(moments, params, observation)), ctx)
 
-    return Algorithm(name, actor, learner, offpolicy.off_policy(ctx, hp.gamma), policy)
+    return Algorithm(name, actor, learner, offpolicy.off_policy(ctx, hp.gamma), policy, extra=extra)

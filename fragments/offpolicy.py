@@ -20,11 +20,13 @@ from jaxrl_fdg.core.algorithm import AlgorithmContext, OffPolicy, hparam
 from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import exploration, losses
+from jaxrl_fdg.fragments import exploration, losses, normalization
 from jaxrl_fdg.fragments.replay import linear_beta, make_prioritized, make_uniform
 from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
 
 REPLAY_KINDS = ("uniform", "prioritized")
+# The edge on which the observation-moments fragment publishes its running moments.
+MOMENTS = "observation_moments"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,12 +201,15 @@ def update_target(target: Any, online: Any, updates: jax.Array, tau: float, peri
     )
 
 
-def actor_and_learner(act: Any, init: Any, learn: Any, params: Any) -> tuple[Fragment, Fragment]:
+def actor_and_learner(
+    act: Any, init: Any, learn: Any, params: Any, inputs: tuple[str, ...] = ()
+) -> tuple[Fragment, Fragment]:
     """The two fragments every off-policy algorithm declares alike.
 
     The actor's state counts the env steps taken (``act(steps, inputs, key)`` reads the
-    learner's published ``params`` and the ``observation``); the learner reads ``batch`` and
-    outputs ``metrics`` and ``td_error``, publishing ``params(state)`` for the actor.
+    learner's published ``params`` and the ``observation``); the learner reads ``batch`` (and
+    any further ``inputs``) and outputs ``metrics`` and ``td_error``, publishing
+    ``params(state)`` for the actor.
     """
     actor = exploration.counting_actor(act)
     learner = fragment(
@@ -212,9 +217,86 @@ def actor_and_learner(act: Any, init: Any, learn: Any, params: Any) -> tuple[Fra
         Role.LEARNER,
         learn,
         init=init,
-        inputs=("batch",),
+        inputs=("batch", *inputs),
         outputs=("metrics", "td_error"),
         publish=lambda state: {"params": params(state)},
         published=("params",),
     )
     return actor, learner
+
+
+class Normalized(NamedTuple):
+    """An off-policy learner's state with the observation moments its last update used."""
+
+    learner: Any
+    moments: normalization.Moments
+
+
+def normalized_observations(
+    ctx: AlgorithmContext,
+    moments: normalization.ObservationMoments,
+    init: Any,
+    learn: Any,
+    params: Any,
+) -> tuple[Fragment, Any, Any, Any]:
+    """Observation normalisation for an off-policy learner, as Brax's SAC does it.
+
+    Every observation the actors collect is folded, once, into running moments (mean and
+    variance per feature, pooled over a data-parallel run's shards) by a fragment of the learn
+    phase, which publishes them on the edge :data:`MOMENTS` after each rollout, before the
+    updates. Each update standardises its batch's observations and next observations by them,
+    so the wrapped ``learn`` sees standardised observations and needs no change. The learner
+    keeps the moments its last update used beside its own state and publishes them with the
+    actor's parameters, ``{"params": params(state), "observation_moments": moments}``, so the
+    exploring actor, evaluation and checkpoints act on what the networks were trained on
+    (:func:`standardized` unpacks them).
+
+    Returns ``(moments fragment, init, learn, params)``: the wrapped learner functions.
+    """
+
+    def fold_in(state, inputs, key):
+        del key
+        return moments.update(state, inputs["trajectory"].observation, ctx.pool), {}
+
+    statistics = fragment(
+        MOMENTS,
+        Role.TRANSFORM,
+        fold_in,
+        init=lambda key: moments.init(),
+        inputs=("trajectory",),
+        publish=lambda state: {MOMENTS: state},
+        published=(MOMENTS,),
+    )
+
+    def init_normalized(key):
+        return Normalized(init(key), moments.init())
+
+    def learn_normalized(state: Normalized, inputs, key):
+        current = inputs[MOMENTS]
+        sample = inputs["batch"]
+        exp = sample.transitions
+        exp = exp._replace(
+            observation=moments.standardize(current, exp.observation),
+            next_observation=moments.standardize(current, exp.next_observation),
+        )
+        batch = sample._replace(transitions=exp)
+        learner, outputs = learn(state.learner, {**inputs, "batch": batch}, key)
+        return Normalized(learner, current), outputs
+
+    def params_normalized(state: Normalized):
+        return {"params": params(state.learner), normalization.COLLECTION: state.moments}
+
+    return statistics, init_normalized, learn_normalized, params_normalized
+
+
+def standardized(
+    moments: normalization.ObservationMoments | None, params: Any, observation: jax.Array
+) -> tuple[Any, jax.Array]:
+    """``(network parameters, observations as the networks see them)`` from the parameters an
+    off-policy learner publishes: as they are without ``moments``; with them, unpacked from
+    :func:`normalized_observations`' ``{"params", "observation_moments"}``, the observations
+    standardised by the moments published there."""
+    if moments is None:
+        return params, observation
+    current = params[normalization.COLLECTION]
+    return params["params"], moments.standardize(current, observation)

@@ -182,6 +182,10 @@ class Loop:
         if self.off_policy is not None:
             k_store, k_updates = jax.random.split(key)
             states, outputs = self._phase(self.schedule.learn, state.fragments, edges, k_store)
+            # The updates read what the learn phase's fragments publish now, after this rollout
+            # (e.g. observation moments that include its observations).
+            learned = {name: states[name] for name in self.schedule.learn}
+            edges = {**edges, **self.published_edges(learned)}
             states, metrics = self._updates(states, edges, env_steps, k_updates)
         else:
             states, outputs = self._phase(self.schedule.learn, state.fragments, edges, key)

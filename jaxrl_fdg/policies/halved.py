@@ -101,6 +101,8 @@ class HalvedLoop(Loop):
         """As :meth:`Loop.published_edges`; the env's edges are its halves' concatenated."""
         edges: dict[str, Any] = {}
         for frag in self.fragments:
+            if frag.name not in states:
+                continue
             if frag is self.env_frag:
                 halves = [published(frag, s) for s in states[frag.name]]
                 edges.update(jax.tree.map(lambda *xs: jnp.concatenate(xs), *halves))
