@@ -55,3 +55,24 @@ def report_on_devices():
         return json.loads(line[len("REPORT ") :])
 
     return run
+
+
+@pytest.fixture
+def resumed_after_first_iteration(tmp_path):
+    """``resume(config)``: train ``config`` (3 iterations, a checkpoint after each) into a run
+    folder, delete every checkpoint but the first, resume, and return the resumed run's result."""
+    import shutil
+
+    import jaxrl_fdg as rl
+
+    def resume(config):
+        per_iteration = config.num_envs * config.rollout_len
+        config = config.replace(
+            out=str(tmp_path), run_name="part", checkpoint_every=per_iteration, log_every=1
+        )
+        rl.train(config)
+        for late in ("2", "3"):
+            shutil.rmtree(tmp_path / "part" / "checkpoints" / late)
+        return rl.train(config, resume=tmp_path / "part")
+
+    return resume

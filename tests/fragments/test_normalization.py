@@ -3,7 +3,6 @@
 
 import dataclasses
 import functools
-import shutil
 
 import jax
 import jax.numpy as jnp
@@ -153,16 +152,11 @@ def test_bad_reward_scaling_is_rejected(tiny, value):
         resolve(tiny.replace(hparams={**tiny.hparams, "reward_scaling": value}))
 
 
-def test_resume_restores_the_moments(normalized, tmp_path):
+def test_resume_restores_the_moments(normalized, resumed_after_first_iteration):
     # The moments are part of the learner's state: a run resumed from its checkpoint after the
     # first iteration ends where the uninterrupted run does, bit for bit.
     config, runs = normalized
-    config = config.replace(out=str(tmp_path), run_name="part", checkpoint_every=16, log_every=1)
-    rl.train(config)
-    checkpoints = tmp_path / "part" / "checkpoints"
-    for late in ("2", "3"):
-        shutil.rmtree(checkpoints / late)
-    resumed = rl.train(config, resume=tmp_path / "part")
+    resumed = resumed_after_first_iteration(config)
     jax.tree.map(
         np.testing.assert_array_equal, resumed.state.fragments, runs["scan"].state.fragments
     )

@@ -2,8 +2,6 @@
 has it: running moments of every observation collected, folded in once per rollout before the
 updates, and published with the actor's parameters."""
 
-import shutil
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -98,16 +96,9 @@ def test_td3_normalises_too():
     jax.tree.map(np.testing.assert_array_equal, state["learner"].moments, state[MOMENTS])
 
 
-def test_resume_restores_the_moments(sac_runs, tmp_path):
+def test_resume_restores_the_moments(sac_runs, resumed_after_first_iteration):
     config, runs = sac_runs
-    config = config.replace(
-        out=str(tmp_path), run_name="part", checkpoint_every=ENVS * STEPS, log_every=1
-    )
-    rl.train(config)
-    checkpoints = tmp_path / "part" / "checkpoints"
-    for late in ("2", "3"):
-        shutil.rmtree(checkpoints / late)
-    resumed = rl.train(config, resume=tmp_path / "part")
+    resumed = resumed_after_first_iteration(config)
     jax.tree.map(
         np.testing.assert_array_equal, resumed.state.fragments, runs["scan"].state.fragments
     )
