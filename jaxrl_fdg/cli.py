@@ -41,7 +41,8 @@ _RUN_FLAGS = {
     "eval_every": "env steps between evaluations of the deterministic policy (0: none)",
     "eval_episodes": "episodes per evaluation",
     "num_seeds": "independent runs (seeds seed, seed+1, ...) in one vmapped program",
-    "placement": f"where fragments run: {' | '.join(policies.registered())}",
+    "placement": f"where fragments run: {' | '.join(policies.registered())}, or auto (the "
+    "fastest this machine allows, measured)",
     "devices": "devices: data_parallel shards, one per device; actor_learner uses 2",
     "dp_backend": f"data_parallel backend: {' | '.join(policies.DP_BACKENDS)} (vmap: one device)",
     "policy_lag": "1: learn from the rollout collected one iteration earlier (asynchronous actors)",
@@ -322,6 +323,10 @@ def _list() -> int:
     print("placements (--placement):")
     for name in policies.registered():
         print(f"  {name:<14} {policies.get(name).summary}")
+    print(
+        f"  {policies.AUTO_PLACEMENT:<14} measure the placements this machine allows; run the "
+        "fastest"
+    )
     print("fusion modes (most split to most fused; default scan):")
     for mode in FUSION_MODES:
         print(f"  {mode:<10} {PROGRAMS[mode]}")

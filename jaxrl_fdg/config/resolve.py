@@ -52,6 +52,11 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     algorithm's defaults."""
     spec = spec if spec is not None else algorithms.get(config.algo)
     config = config.with_defaults(spec.defaults)
+    if config.placement == policies.AUTO_PLACEMENT:
+        # Resolved as the first candidate, with the config as given: the runner measures them
+        # all (jaxrl_fdg.run.autotune) and goes on with the fastest one's own resolution.
+        first = next(iter(auto_placements(config, spec).values()))
+        return first._replace(config=config)
     spec, hparams = check_values(config, spec)
     env, env_params = make_env(config.env, config.env_options)
     if config.steps_per_iteration > validate.INT32_MAX:
@@ -88,6 +93,30 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     return Resolved(config, spec, hparams, env, env_params, context, sweep, runs, placement)
 
 
+def auto_placements(config: TrainConfig, spec: AlgorithmSpec | None = None) -> dict[str, Resolved]:
+    """The candidates of ``--placement auto``: each registered placement that can run ``config``
+    on this machine, resolved with the devices it spans there (:meth:`Placement.auto_devices`),
+    by name. A :class:`ConfigError` names each placement's reason when none can."""
+    spec = spec if spec is not None else algorithms.get(config.algo)
+    check_values(config, spec)  # errors of single values are raised once, not per placement
+    found, refused = {}, {}
+    for name in policies.registered():
+        devices = policies.get(name).auto_devices(config)
+        if devices is None:
+            refused[name] = "this machine has one device"
+            continue
+        try:
+            found[name] = resolve(config.replace(placement=name, devices=devices), spec)
+        except ConfigError as e:
+            refused[name] = str(e)
+    if not found:
+        reasons = "; ".join(f"{name}: {reason}" for name, reason in refused.items())
+        raise ConfigError(
+            f"placement {policies.AUTO_PLACEMENT!r}: no placement runs this ({reasons})"
+        )
+    return found
+
+
 def check_values(
     config: TrainConfig, spec: AlgorithmSpec | None = None
 ) -> tuple[AlgorithmSpec, Any]:
@@ -120,9 +149,22 @@ def check_values(
     validate.non_negative("eval_every", config.eval_every)
     validate.positive_int("eval_episodes", config.eval_episodes)
     validate.positive_int("num_seeds", config.num_seeds)
-    validate.choice("placement", config.placement, policies.registered())
+    validate.choice(
+        "placement", config.placement, (*policies.registered(), policies.AUTO_PLACEMENT)
+    )
     validate.positive_int("devices", config.devices)
     validate.choice("dp_backend", config.dp_backend, policies.DP_BACKENDS)
+    validate.positive_int("num_processes", config.num_processes)
+    autos = [
+        f"--{name} {auto}"
+        for name, auto in (("fusion", policies.AUTO_FUSION), ("placement", policies.AUTO_PLACEMENT))
+        if getattr(config, name) == auto
+    ]
+    if autos and config.num_processes > 1:  # each process would measure, and choose, apart
+        raise ConfigError(
+            f"{' and '.join(autos)} measures the run in one process; a run across "
+            f"{config.num_processes} processes must name its fusion mode and placement"
+        )
     policies.check_processes(config)
     validate.choice("policy_lag", config.policy_lag, POLICY_LAGS)
     loggers.check(config.logger)

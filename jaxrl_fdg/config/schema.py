@@ -68,7 +68,8 @@ class TrainConfig:
       take the algorithm's own defaults (``AlgorithmSpec.defaults``, shown by ``jaxrl-fdg
       list``), else :data:`RUN_DEFAULTS`; :meth:`with_defaults` fills them in, and
       :func:`~jaxrl_fdg.config.resolve` does so before anything else.
-      fusion: one of ``eager | step | fragment | iteration | scan``.
+      fusion: one of ``eager | step | fragment | iteration | scan``, or ``auto`` (each compiled
+        mode measured on the run, the fastest run: ``jaxrl_fdg.run.autotune``).
       total_steps: environment-step budget; the run does ``total_steps // (num_envs × rollout_len)``
         whole iterations.
       num_envs: environments stepped in parallel.
@@ -100,7 +101,8 @@ class TrainConfig:
         ``data_parallel`` (``num_envs`` split into ``devices`` shards, gradients averaged across
         them); ``actor_learner`` (the rollout on one device, the learner on another); or
         ``host_env`` (a host simulator's batch in two halves, stepped on the host while the
-        device acts for the other half).
+        device acts for the other half); or ``auto`` (those this machine allows measured on the
+        run, the fastest run).
       devices: shards of a data-parallel run, one per device; 2 for ``actor_learner``.
       dp_backend: how shards run: ``shard_map`` (default), ``pmap``, or ``vmap`` (every shard on
         one device: the reference a multi-device run equals).

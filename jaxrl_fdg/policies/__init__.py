@@ -8,7 +8,14 @@ from typing import Any
 
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import actor_learner, data_parallel, host_env, single
-from jaxrl_fdg.policies.base import BasePlacement, Placement, get, register, registered
+from jaxrl_fdg.policies.base import (
+    AUTO_PLACEMENT,
+    BasePlacement,
+    Placement,
+    get,
+    register,
+    registered,
+)
 from jaxrl_fdg.policies.data_parallel import BACKENDS as DP_BACKENDS
 from jaxrl_fdg.policies.distributed import check_processes
 from jaxrl_fdg.policies.fusion import AUTO_FUSION, FUSION_MODES, PROGRAMS, Plan, make_plan
@@ -32,6 +39,7 @@ def select(config: Any, lanes: int) -> Placement:
 
 __all__ = [
     "AUTO_FUSION",
+    "AUTO_PLACEMENT",
     "DP_BACKENDS",
     "FUSION_MODES",
     "PROGRAMS",

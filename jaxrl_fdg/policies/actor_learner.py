@@ -176,5 +176,8 @@ class ActorLearner(BasePlacement):
     def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
         return ActorLearnerPlan(loop, timings)
 
+    def auto_devices(self, config: Any) -> int | None:
+        return DEVICES if config.devices == 1 else config.devices
+
 
 ACTOR_LEARNER = register(ActorLearner())

@@ -61,6 +61,11 @@ class Placement(Protocol):
         (every array on the default device, no host state), so they can all be compiled before
         ``init`` has run, at the same time (``Plan.start``)."""
 
+    def auto_devices(self, config: Any) -> int | None:
+        """The devices this placement spans as a candidate of ``--placement auto`` on this
+        machine, or ``None`` where it is no candidate. ``config.devices`` above 1 is what the
+        user asked for and is kept."""
+
 
 class BasePlacement:
     """Defaults shared by the placements: one copy of the graph, fused plans, one key."""
@@ -89,6 +94,9 @@ class BasePlacement:
 
     def compiles_from_shapes(self, resolved: Any) -> bool:
         return False
+
+    def auto_devices(self, config: Any) -> int | None:
+        return config.devices
 
     def release(self, loop: LoopLike, state: LoopState) -> None:
         if loop.env_frag.placement == "host":
@@ -126,6 +134,10 @@ def refuse_host_env(placement: Placement, config: Any, env: Any, hint: str = "")
             f"simulator{hint}"
         )
 
+
+# Not a placement: measure the placements this machine allows on the run and take the fastest
+# (``jaxrl_fdg.run.autotune``).
+AUTO_PLACEMENT = "auto"
 
 _REGISTRY: dict[str, Placement] = {}
 

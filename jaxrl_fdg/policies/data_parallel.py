@@ -236,5 +236,11 @@ class DataParallel(BasePlacement):
     def evaluation(self, run: Callable) -> Callable:
         return lambda states, key: run(first_shard(states), key)  # every shard holds the learner
 
+    def auto_devices(self, config: Any) -> int | None:
+        if config.devices > 1:
+            return config.devices
+        visible = len(jax.devices())  # every device, or none: one shard would be ``single``
+        return visible if visible > 1 else None
+
 
 DATA_PARALLEL = register(DataParallel())

@@ -1,16 +1,25 @@
-"""``--fusion auto``: measure each fusion mode on this run, then run the fastest.
+"""``--fusion auto`` and ``--placement auto``: measure each candidate on this run, then run the
+fastest.
 
 Every fusion mode computes the same result for the same seed (``tests/policies/test_fusion.py``),
-so the choice is a question of speed alone, and the answer depends on the algorithm, its sizes and
-the machine: ``scan`` wins where dispatch dominates (small on-policy batches), a split mode can win
-where one fused program pays for copies XLA inserts around large loop carries. The probe compiles
-each candidate, then advances it from the run's initial state one boundary's worth of iterations at
-a time, at least twice and until :data:`MIN_PROBE_S` seconds have passed, and ranks the candidates
-by the env-steps/s of their fastest advance (the one least disturbed by whatever else the machine
-does; the first call also pays one-time costs). The run then starts from that same initial state in
-the winning mode: the probe's iterations are not kept, so what the run computes is exactly what the
-winning mode chosen by hand computes. The probe's cost (its compiles and iterations) is reported
-apart.
+so the choice of a mode is a question of speed alone, and the answer depends on the algorithm, its
+sizes and the machine: ``scan`` wins where dispatch dominates (small on-policy batches), a split
+mode can win where one fused program pays for copies XLA inserts around large loop carries. The
+probe compiles each candidate, then advances it from the run's initial state one boundary's worth
+of iterations at a time, at least twice and until :data:`MIN_PROBE_S` seconds have passed, and
+ranks the candidates by the env-steps/s of their fastest advance (the one least disturbed by
+whatever else the machine does; the first call also pays one-time costs). The run then starts from
+that same initial state with the winner: the probe's iterations are not kept, so what the run
+computes is exactly what the winner chosen by hand computes. The probe's cost (its compiles and
+iterations) is reported apart.
+
+``--placement auto`` adds the placements this machine allows to the candidates
+(:func:`jaxrl_fdg.config.resolve.auto_placements`): ``single``; ``host_env`` for a host
+simulator; ``data_parallel`` over every visible device and ``actor_learner`` where there are two or
+more. Placements are not all the same computation: ``actor_learner`` equals ``single``, but a
+``data_parallel`` run splits its environments into shards with key streams of their own and a
+``host_env`` run seeds its two halves apart. The run equals the winning placement chosen by hand,
+with the devices the table names, which ``config.toml`` records.
 
 ``eager`` is never a candidate: it compiles nothing and is slower by orders of magnitude.
 """
@@ -24,8 +33,9 @@ from typing import Any, NamedTuple
 import jax
 
 from jaxrl_fdg.config import Resolved
+from jaxrl_fdg.config.resolve import auto_placements
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.policies import AUTO_FUSION
+from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT
 from jaxrl_fdg.profiling.timers import Timings
 from jaxrl_fdg.run.build import build_loop
 
@@ -37,8 +47,10 @@ MAX_ADVANCES = 20
 class Probe(NamedTuple):
     """One candidate's measurement: ``compile_s`` (init and its programs), ``run_s`` (its
     fastest advance of ``iterations`` iterations, of ``advances``) and the env-steps/s that
-    makes."""
+    makes, for fusion ``mode`` under ``placement`` on ``devices`` devices."""
 
+    placement: str
+    devices: int
     mode: str
     compile_s: float
     run_s: float
@@ -71,7 +83,17 @@ def probe(resolved: Resolved, mode: str, iterations: int) -> Probe:
     finally:
         resolved.placement.release(loop, state)
     steps = iterations * config.steps_per_iteration
-    return Probe(mode, compile_s, min(times), iterations, len(times), steps / min(times))
+    fastest = min(times)
+    return Probe(
+        config.placement,
+        config.devices,
+        mode,
+        compile_s,
+        fastest,
+        iterations,
+        len(times),
+        steps / fastest,
+    )
 
 
 def _advance(plan: Any, state: LoopState, iterations: int) -> LoopState:
@@ -80,30 +102,55 @@ def _advance(plan: Any, state: LoopState, iterations: int) -> LoopState:
     return jax.block_until_ready(state)
 
 
-def choose_fusion(resolved: Resolved, out=sys.stderr) -> tuple[Resolved, dict[str, Any]]:
-    """``resolved`` with ``fusion = auto`` replaced by the fastest candidate, and a report of
-    the probe (each candidate's figures, the winner, the probe's wall seconds), which is also
-    printed to ``out`` as a table. A placement that runs one mode alone gets it unprobed."""
-    iterations = min(resolved.config.boundary_every, resolved.config.num_iterations)
-    modes = candidates(resolved)
-    if len(modes) == 1:
-        config = resolved.config.replace(fusion=modes[0])
-        return resolved._replace(config=config), {"chosen": modes[0], "probe_s": 0.0}
-    start = time.perf_counter()
-    probes = [probe(resolved, mode, iterations) for mode in modes]
-    probe_s = time.perf_counter() - start
-    winner = max(probes, key=lambda p: p.steps_per_s)
-    if out is not None:
-        print(f"--fusion {AUTO_FUSION}: each mode for {iterations} iterations", file=out)
-        print(f"  {'mode':<10} {'compile s':>10} {'env-steps/s':>14}", file=out)
-        for p in probes:
-            mark = "  <- runs" if p is winner else ""
-            print(f"  {p.mode:<10} {p.compile_s:>10.2f} {p.steps_per_s:>14,.0f}{mark}", file=out)
-        print(f"  probing took {probe_s:.1f} s", file=out, flush=True)
-    report = {
-        "chosen": winner.mode,
-        "probe_s": probe_s,
-        "iterations": iterations,
-        "candidates": {p.mode: p._asdict() for p in probes},
-    }
-    return resolved._replace(config=resolved.config.replace(fusion=winner.mode)), report
+def choose(resolved: Resolved, out=sys.stderr) -> tuple[Resolved, dict[str, Any]]:
+    """``resolved`` with ``fusion = auto`` and ``placement = auto`` replaced by the fastest
+    candidate, and a report of the probe (each candidate's figures, the winner, the probe's wall
+    seconds), which is also printed to ``out`` as a table. A single candidate runs unprobed."""
+    config = resolved.config
+    iterations = min(config.boundary_every, config.num_iterations)
+    if config.placement == AUTO_PLACEMENT:
+        placements = auto_placements(config, resolved.spec)
+    else:
+        placements = {config.placement: resolved}
+    pairs = [
+        (placed, mode)
+        for placed in placements.values()
+        for mode in (candidates(placed) if config.fusion == AUTO_FUSION else (config.fusion,))
+    ]
+    report: dict[str, Any] = {"iterations": iterations, "probe_s": 0.0, "candidates": []}
+    probes, winner = [], None
+    if len(pairs) == 1:
+        placed, mode = pairs[0]
+    else:
+        start = time.perf_counter()
+        probes = [probe(placed, mode, iterations) for placed, mode in pairs]
+        report["probe_s"] = time.perf_counter() - start
+        report["candidates"] = [p._asdict() for p in probes]
+        best = max(range(len(pairs)), key=lambda i: probes[i].steps_per_s)
+        (placed, mode), winner = pairs[best], probes[best]
+    chosen = placed._replace(config=placed.config.replace(fusion=mode))
+    report.update(placement=chosen.config.placement, devices=chosen.config.devices, fusion=mode)
+    if out is not None and winner is not None:
+        _print(config, report, probes, winner, out)
+    return chosen, report
+
+
+def _print(config: Any, report: dict[str, Any], probes: list[Probe], winner: Probe, out) -> None:
+    autos = [
+        f"--{name} {auto}"
+        for name, auto in (("placement", AUTO_PLACEMENT), ("fusion", AUTO_FUSION))
+        if getattr(config, name) == auto
+    ]
+    print(f"{' '.join(autos)}: each candidate for {report['iterations']} iterations", file=out)
+    print(
+        f"  {'placement':<14} {'devices':>7}  {'fusion':<10} {'compile s':>10} {'env-steps/s':>14}",
+        file=out,
+    )
+    for p in probes:
+        mark = "  <- runs" if p is winner else ""
+        print(
+            f"  {p.placement:<14} {p.devices:>7}  {p.mode:<10} {p.compile_s:>10.2f} "
+            f"{p.steps_per_s:>14,.0f}{mark}",
+            file=out,
+        )
+    print(f"  probing took {report['probe_s']:.1f} s", file=out, flush=True)

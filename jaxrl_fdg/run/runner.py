@@ -30,7 +30,7 @@ from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import AUTO_FUSION, distributed
+from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.profiling import Timings
 from jaxrl_fdg.run import autotune, loggers
 from jaxrl_fdg.run import metrics as metric_rows
@@ -111,14 +111,14 @@ def train(
         compile_cache.enable()
     resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
     chosen = None
-    if config.fusion == AUTO_FUSION:
+    if config.fusion == AUTO_FUSION or config.placement == AUTO_PLACEMENT:
         if resume is not None:
             raise ConfigError(
-                f"--fusion {AUTO_FUSION} chooses a mode when a run starts; a resumed run goes on "
-                "in the mode it chose, which its config.toml names"
+                f"--fusion {AUTO_FUSION} and --placement {AUTO_PLACEMENT} choose when a run "
+                "starts; a resumed run goes on with what it chose, which its config.toml names"
             )
         quiet = not (print_summary or config.progress)
-        resolved, chosen = autotune.choose_fusion(resolved, out=None if quiet else sys.stderr)
+        resolved, chosen = autotune.choose(resolved, out=None if quiet else sys.stderr)
     # JAX's NaN checks hook its jit dispatch; the plans then call programs through it.
     debug_nans = jax.config.jax_debug_nans
     jax.config.update("jax_debug_nans", config.debug_nans)
@@ -178,8 +178,8 @@ def _run(
         raise
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     session = Session(config, label, plan, folder, checkpointer, rows, evaluate, lane_folders)
-    if chosen is not None:  # how --fusion auto chose, in summary.json
-        session.summary_extra["fusion_auto"] = chosen
+    if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
+        session.summary_extra["auto"] = chosen
     try:
         with StopOnSignal(session):
             state = session.execute(state)
