@@ -92,6 +92,11 @@ def ours(setup: dict, seed: int) -> dict:
     }
 
 
+def _env_options(setup: dict) -> dict:
+    """The Brax adapter's restart rule: ``first_state`` is the one Brax's trainers use."""
+    return {"auto_reset": setup.get("auto_reset", "fresh")}
+
+
 def sac_config(setup: dict, seed: int):
     """Our SAC run of the ``sac`` setup."""
     import jaxrl_fdg as rl
@@ -99,6 +104,7 @@ def sac_config(setup: dict, seed: int):
     return rl.TrainConfig(
         algo="sac",
         env=f"brax/{ENV}",
+        env_options=_env_options(setup),
         total_steps=setup["steps"],
         num_envs=setup["num_envs"],
         rollout_len=1,
@@ -139,6 +145,7 @@ def ppo_config(setup: dict, seed: int):
     return rl.TrainConfig(
         algo="ppo",
         env=f"brax/{ENV}",
+        env_options=_env_options(setup),
         total_steps=setup["steps"],
         num_envs=setup["num_envs"],
         rollout_len=setup["rollout"],
@@ -294,10 +301,10 @@ def child(name: str, setup: dict, seed: int) -> None:
     print("RESULT " + json.dumps(RUNNERS[name](setup, seed)), flush=True)
 
 
-def measure(name: str, setup: str, steps: int, seed: int) -> dict:
+def measure(name: str, setup: str, steps: int, seed: int, auto_reset: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     command = [sys.executable, __file__, "--child", name, "--setup", setup]
-    command += ["--steps", str(steps), "--seeds", str(seed)]
+    command += ["--steps", str(steps), "--seeds", str(seed), "--auto-reset", auto_reset]
     out = subprocess.run(command, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"{name} seed {seed} failed:\n{out.stderr[-3000:]}")
@@ -312,10 +319,18 @@ def main() -> None:
     parser.add_argument(
         "--seeds", type=int, default=3, help="seeds 0 .. N-1 (the seed, with --child)"
     )
+    parser.add_argument(
+        "--auto-reset",
+        choices=("first_state", "fresh"),
+        default="first_state",
+        help="how our Brax environments restart an episode: from their first state, as Brax's "
+        "trainers do (default), or from a fresh reset",
+    )
     parser.add_argument("--child", choices=list(RUNNERS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help="default: benchmarks/results/brax_training-<setup>.json")
     args = parser.parse_args()
     setup = {**SETUPS[args.setup], **({"steps": args.steps} if args.steps else {})}
+    setup["auto_reset"] = args.auto_reset
     if args.child:
         child(args.child, setup, args.seeds)
         return
@@ -324,7 +339,7 @@ def main() -> None:
     runs: dict[str, list[dict]] = {name: [] for name in RUNNERS}
     for seed in range(args.seeds):
         for name in RUNNERS:
-            result = measure(name, args.setup, setup["steps"], seed)
+            result = measure(name, args.setup, setup["steps"], seed, args.auto_reset)
             runs[name].append(result)
             print(
                 f"{name:5} seed {seed}: return {result['final_return']:7.1f}  "

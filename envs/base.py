@@ -67,6 +67,11 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
     name: str = "environment"
     on_host: bool = False
     """False: a JAX environment, stepped on the device (``HostSimulator.on_host`` is True)."""
+    auto_reset_copies: bool = False
+    """True where :meth:`auto_reset_env` only copies state the environment already holds (no
+    physics, no random numbers), as Brax's ``auto_reset="first_state"`` does: the auto-reset then
+    restarts every environment and keeps the restart where an episode ended, with no branch and
+    no gathering of the finished ones."""
 
     # -- what subclasses provide -------------------------------------------------------------
 
@@ -203,7 +208,9 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         forward pass of the physics, a second copy nearly doubled the step's compile time (a scan of
         Brax's inverted_pendulum at 256 environments here: 73 s with it, 43 s with the loop; see
         docs/decisions.md). Under a ``vmap`` of this whole call the branch becomes a select and the
-        loop runs as many chunks as the lane that needs most, which is still correct. Executed
+        loop runs as many chunks as the lane that needs most, which is still correct. An
+        environment whose restart is a copy (:attr:`auto_reset_copies`) restarts every
+        environment and selects, which costs less than either branch. Executed
         eagerly (op by op, outside ``jit``), every environment is reset, so that the operations run
         are the same on every step.
         """
@@ -221,7 +228,7 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         def finished(key: jax.Array) -> tuple[TEnvState, jax.Array]:
             return _reset_finished_envs(reset, key, done, slots, current, params)
 
-        if not isinstance(done, jax.core.Tracer):
+        if self.auto_reset_copies or not isinstance(done, jax.core.Tracer):
             return every(key)
         count = jnp.sum(done, dtype=jnp.int32)
         return jax.lax.cond(count > 0, finished if slots else every, keep, key)

@@ -3,7 +3,10 @@
 ``BraxEnv(name, backend)`` wraps one of Brax's registered environments (``brax.envs``): reset and
 step are Brax's own ``env.reset``/``env.step``, and nothing else. Brax's ``EpisodeWrapper`` and
 ``AutoResetWrapper`` are deliberately *not* used: the time limit and the auto-reset come from
-:class:`~jaxrl_fdg.envs.base.Environment`, once, as for every other environment here.
+:class:`~jaxrl_fdg.envs.base.Environment`, once, as for every other environment here. What the
+auto-reset restarts from is the adapter's choice (``auto_reset``, :data:`AUTO_RESETS`): a fresh
+reset, or the environment's first state as Brax's ``AutoResetWrapper`` restores it
+(``--env-option auto_reset=first_state``).
 
 * ``terminated`` is Brax's ``done`` of the step, which unwrapped Brax environments set only on a
   real termination: ``ant``, ``hopper``, ``walker2d`` and ``humanoid`` when unhealthy (unless
@@ -57,6 +60,7 @@ from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
 from jaxrl_fdg.envs.spaces import Box
 
 __all__ = [
+    "AUTO_RESETS",
     "BACKENDS",
     "BRAX_ENVS",
     "SUPPORTED_BACKENDS",
@@ -118,10 +122,18 @@ class BraxParams:
     max_steps: int = struct.field(pytree_node=False, default=1000)
 
 
+AUTO_RESETS: tuple[str, ...] = ("fresh", "first_state")
+"""How a finished episode restarts: ``fresh``, a new reset from a new key (the default);
+``first_state``, the state this environment's first episode started from, as Brax's
+``AutoResetWrapper`` does in Brax's own trainers."""
+
+
 class BraxEnvState(NamedTuple):
-    """Our environment state: Brax's ``State`` (pipeline state, obs, reward, done, metrics...)."""
+    """Our environment state: Brax's ``State`` (pipeline state, obs, reward, done, metrics...),
+    and with ``auto_reset="first_state"`` the state of the environment's first reset."""
 
     brax_state: Any  # brax.envs.base.State; typed loosely so this module never imports Brax
+    first: Any = None
 
 
 class BraxEnv(Environment[BraxEnvState, BraxParams]):
@@ -130,6 +142,13 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
     Args:
       env_name: a Brax environment name (``brax.envs.get_environment``), e.g. ``"ant"``.
       backend: physics backend, one of :data:`BACKENDS`; ``"mjx"`` by default.
+      auto_reset: how a finished episode restarts, one of :data:`AUTO_RESETS`. ``"fresh"``
+        resets from a new key. ``"first_state"`` puts back the pipeline state and observation of
+        the environment's first reset, as Brax's ``AutoResetWrapper`` does: no physics and no
+        random numbers per restart (an MJX reset is a forward pass of the physics), but every
+        episode of an environment starts from the same state, so the start states a run sees
+        are only the ``num_envs`` drawn at its start. Reward, flags, metrics and ``info`` are the
+        finished step's, as in Brax.
       **kwargs: passed to the Brax environment's constructor (e.g. ``terminate_when_unhealthy``).
 
     Raises:
@@ -138,11 +157,17 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
         names the valid choices).
     """
 
-    def __init__(self, env_name: str, backend: str = "mjx", **kwargs: Any):
+    def __init__(self, env_name: str, backend: str = "mjx", auto_reset: str = "fresh", **kwargs):
         if backend not in BACKENDS:
             raise ValueError(
                 f"unknown Brax backend {backend!r}; choose one of {', '.join(BACKENDS)}"
             )
+        if auto_reset not in AUTO_RESETS:
+            raise ValueError(
+                f"unknown auto_reset {auto_reset!r}; choose one of {', '.join(AUTO_RESETS)}"
+            )
+        self.auto_reset = auto_reset
+        self.auto_reset_copies = auto_reset == "first_state"
         # Imported here, not at module level: Brax pulls in MuJoCo and takes about a second.
         import brax.envs
 
@@ -195,7 +220,16 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
 
     def reset_env(self, key: jax.Array, params: BraxParams) -> tuple[BraxEnvState, jax.Array]:
         state = self._conform(self._brax_with(params.sys).reset(key))
-        return BraxEnvState(state), state.obs
+        return BraxEnvState(state, state if self.auto_reset_copies else None), state.obs
+
+    def auto_reset_env(
+        self, key: jax.Array, state: BraxEnvState, params: BraxParams
+    ) -> tuple[BraxEnvState, jax.Array]:
+        if not self.auto_reset_copies:
+            return self.reset_env(key, params)
+        first = state.first
+        restarted = state.brax_state.replace(pipeline_state=first.pipeline_state, obs=first.obs)
+        return BraxEnvState(restarted, first), first.obs
 
     def step_env(
         self, key: jax.Array, state: BraxEnvState, action: jax.Array, params: BraxParams
@@ -204,7 +238,7 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
         brax_env = self._brax_with(params.sys)
         new = step_mjx(self.name, brax_env, state.brax_state, action, self._template)
         terminated = new.done != 0
-        return BraxEnvState(new), new.obs, new.reward, terminated
+        return BraxEnvState(new, state.first), new.obs, new.reward, terminated
 
     def observation_space(self, params: BraxParams) -> Box:
         return Box(-jnp.inf, jnp.inf, (self.observation_size,), jnp.float32)

@@ -10,6 +10,7 @@ import pytest
 import jaxrl_fdg.envs.base as base
 from jaxrl_fdg import envs
 from jaxrl_fdg.envs import EpisodeStatistics
+from jaxrl_fdg.envs.wrapper_base import Wrapper
 
 NAMES = ["CartPole-v1", "Acrobot-v1", "MountainCarContinuous-v0", "Pendulum-v1", "Catch-bsuite"]
 
@@ -83,6 +84,47 @@ def test_reset_paths_agree_bit_for_bit(monkeypatch, name, every):
     jax.tree.map(
         lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), with_slots, eager
     )
+
+
+class RestartFromFirst(Wrapper):
+    """Each environment restarts from the state of its first reset (a copy, no draw)."""
+
+    auto_reset_copies = True
+
+    def reset_env(self, key, params):
+        state, obs = self.inner.reset_env(key, params.inner)
+        return (state, (state, obs)), obs
+
+    def step_env(self, key, state, action, params):
+        inner, first = state
+        inner, obs, reward, terminated = self.inner.step_env(key, inner, action, params.inner)
+        return (inner, first), obs, reward, terminated
+
+    def auto_reset_env(self, key, state, params):
+        _, first = state
+        return (first[0], first), first[1]
+
+
+def test_a_restart_that_copies_is_selected_and_agrees_with_the_gathered_path():
+    env = RestartFromFirst(envs.make("CartPole-v1")[0])
+    params = env.default_params
+    state, first = env.reset_batch(jax.random.key(0), 256, params)
+    state = _end_some_episodes(state, params, 3)
+    ended = np.arange(256) % 3 == 0
+    actions = jnp.zeros((256,), jnp.int32)
+    selected = jax.jit(env.step_batch)(jax.random.key(4), state, actions, params)
+    _, ts = selected
+    np.testing.assert_array_equal(ts.observation[ended], first.observation[ended])
+    np.testing.assert_array_equal(ts.observation[~ended], ts.final_observation[~ended])
+    assert not np.array_equal(ts.observation[~ended], first.observation[~ended])
+    # The same restart through the gathered slots (the path of a reset that computes).
+    env.auto_reset_copies = False
+    gathered = jax.jit(env.step_batch)(jax.random.key(4), state, actions, params)
+    jax.tree.map(np.testing.assert_array_equal, selected, gathered)
+    # Restarted as a copy, the step is one select: no branch on whether any episode ended.
+    env.auto_reset_copies = True
+    hlo = jax.jit(env.step_batch).lower(jax.random.key(4), state, actions, params).as_text()
+    assert "stablehlo.case" not in hlo
 
 
 def test_step_of_one_environment_is_step_batch_of_one():

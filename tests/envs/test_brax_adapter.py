@@ -186,6 +186,8 @@ def test_vmap_over_four_envs():
 def test_bad_backend_or_name_raises_value_error_naming_the_choices():
     with pytest.raises(ValueError, match="mjx, generalized, positional, spring"):
         BraxEnv("inverted_pendulum", backend="warp")
+    with pytest.raises(ValueError, match="unknown auto_reset 'first'; choose one of fresh, first"):
+        BraxEnv("inverted_pendulum", auto_reset="first")
     # Brax's swimmer only runs on its generalized pipeline.
     with pytest.raises(ValueError, match=r"'swimmer' does not support backend 'mjx'.*generalized"):
         make_brax("swimmer")
@@ -203,6 +205,35 @@ def test_importing_envs_or_the_adapter_does_not_import_brax():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.slow
+def test_first_state_restarts_equal_brax_auto_reset_wrapper():
+    # Brax's trainers wrap environments in EpisodeWrapper and AutoResetWrapper; with
+    # auto_reset="first_state" ours equals that, observation for observation, through the
+    # restarts of 40 steps of random pushes (inverted_pendulum falls within a few).
+    from brax.envs.wrappers.training import AutoResetWrapper, EpisodeWrapper
+
+    env = make_brax("inverted_pendulum", auto_reset="first_state")
+    params = env.default_params
+    theirs = AutoResetWrapper(EpisodeWrapper(env.brax_env, params.max_steps, 1))
+    key, n = jax.random.key(3), 4
+    state, ts = env.reset_batch(key, n, params)
+    brax_state = jax.vmap(theirs.reset)(jax.random.split(key, n))
+    np.testing.assert_array_equal(ts.observation, brax_state.obs)
+    step = jax.jit(lambda key, state, action: env.step_batch(key, state, action, params))
+    brax_step = jax.jit(jax.vmap(theirs.step))
+    restarts = 0
+    for t in range(40):
+        push_key, step_key = jax.random.split(jax.random.key(100 + t))
+        action = jax.random.uniform(push_key, (n, 1), minval=-1.0, maxval=1.0)
+        state, ts = step(step_key, state, action)
+        brax_state = brax_step(brax_state, action)
+        np.testing.assert_array_equal(ts.observation, brax_state.obs)
+        np.testing.assert_array_equal(ts.reward, brax_state.reward)
+        np.testing.assert_array_equal(ts.terminated | ts.truncated, brax_state.done != 0)
+        restarts += int(np.sum(ts.terminated))
+    assert restarts >= 10
 
 
 @pytest.mark.slow

@@ -22,9 +22,9 @@ pytest.importorskip("brax")
 ENV = "brax/inverted_pendulum"
 
 
-def _env_state(backend: str):
+def _env_state(backend: str, **options):
     """``init(key) -> LoopState`` holding the env fragment's state for 2 environments, jitted."""
-    env, params = make(f"{ENV}:{backend}")
+    env, params = make(f"{ENV}:{backend}", **options)
     init = jax.jit(env_fragment(env, params, 2).init)
 
     def loop_state(seed: int) -> LoopState:
@@ -46,9 +46,14 @@ def _identical(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_restore_returns_every_leaf_of_a_brax_state_bit_for_bit(tmp_path, backend):
-    loop_state = _env_state(backend)
+@pytest.mark.parametrize(
+    "backend, options",
+    [(backend, {}) for backend in BACKENDS]
+    # The state restarts copy from: a second Brax state per environment.
+    + [pytest.param("mjx", {"auto_reset": "first_state"}, marks=pytest.mark.slow)],
+)
+def test_restore_returns_every_leaf_of_a_brax_state_bit_for_bit(tmp_path, backend, options):
+    loop_state = _env_state(backend, **options)
     saved, like = loop_state(1), loop_state(2)
     checkpointer = Checkpointer(tmp_path)
     assert checkpointer.save(saved) == 0
