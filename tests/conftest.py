@@ -19,6 +19,32 @@ jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
+# The slowest test files of the default tier, measured cold (`pytest --durations`), longest first.
+# Whole files go to the two workers in collection order (`--dist loadfile`), and files are
+# collected by name, so tests/test_examples.py (about 50 s) was handed out last and ran alone at
+# the end. Collected first, the long files spread over both workers and short ones fill the end.
+_LONGEST_FIRST = (
+    "tests/policies/test_fusion.py",
+    "tests/test_examples.py",
+    "tests/policies/test_seeds.py",
+    "tests/envs/test_brax_adapter.py",
+    "tests/policies/test_sweeps.py",
+    "tests/run/test_checkpoint.py",
+    "tests/policies/test_actor_learner.py",
+    "tests/envs/test_brax_sweep.py",
+    "tests/policies/test_fusion_offpolicy.py",
+    "tests/policies/test_placement.py",
+    "tests/envs/test_envpool.py",
+    "tests/fragments/test_offpolicy_normalization.py",
+    "tests/policies/test_host_env.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
+
+
 @pytest.fixture
 def tiny():
     """A configuration that compiles and runs in seconds: 3 iterations of 2 envs × 8 steps."""

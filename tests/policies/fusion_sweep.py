@@ -136,7 +136,9 @@ def test_eager_same_state_and_metrics_as_scan(eager):
     # Eager dispatches op by op without XLA's fusion, so float32 rounding may differ in the last
     # bits, from the first op on: compiled modes draw the initial parameters in an ``init``
     # program compiled without LLVM optimisation (policies.compiling.RUN_ONCE), eager op by op.
-    _same_state(eager["eager"][0], eager["scan"][0], dict(rtol=1e-5, atol=1e-5))
+    # Three iterations of updates carry those differences on: DDPG's stored actions (tanh of
+    # its actor's output) differ by up to 5e-5 relative.
+    _same_state(eager["eager"][0], eager["scan"][0], dict(rtol=1e-4, atol=1e-5))
     _same_metrics(eager["eager"][1], eager["scan"][1])
     _same_keys_and_observations(eager["eager"][0], eager["scan"][0])
 
