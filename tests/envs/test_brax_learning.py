@@ -66,9 +66,9 @@ def test_ppo_keeps_the_pendulum_up():
     assert means[0] < 100  # it starts by dropping the pole within a few dozen steps
     # Brax's own trainer reaches the ceiling with these settings at 2048 envs and 2M steps. At
     # this CPU size ours learns, but how far within 1M steps depends on the seed and on the float
-    # arithmetic: seed 0 passed 900 in an earlier install, and peaks at 391 in a fresh one whose
-    # PPO and MJX code is unchanged (mujoco 3.17 and 4.0 alike); the benchmark's seeds end
-    # between 286 and 916. The test asks for a window averaging a quarter of the episode.
+    # arithmetic: seed 0 passed 900 in an earlier install and peaks at 391 in a fresh one, with
+    # the code of that earlier run as with today's (mujoco 3.17 and 4.0 alike); the benchmark's
+    # seeds end between 286 and 916. The test asks for a window averaging a quarter of the episode.
     assert means.max() >= 250, np.round(means)
 
 
