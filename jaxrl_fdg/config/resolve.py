@@ -33,6 +33,8 @@ class Resolved(NamedTuple):
       sweep: the values of each swept hyperparameter (empty without a sweep).
       lanes: the runs the configuration describes (seeds × sweep points), computed once.
       placement: the execution policy that runs them.
+      candidates: with ``placement = auto``, each candidate placement's own resolution, by name
+        (what :func:`auto_placements` returns; the fields above are the first one's); else None.
     """
 
     config: TrainConfig
@@ -44,6 +46,7 @@ class Resolved(NamedTuple):
     sweep: dict[str, tuple[float, ...]]
     lanes: tuple[Lane, ...]
     placement: policies.Placement
+    candidates: dict[str, Resolved] | None = None
 
 
 def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
@@ -55,8 +58,9 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
     if config.placement == policies.AUTO_PLACEMENT:
         # Resolved as the first candidate, with the config as given: the runner measures them
         # all (jaxrl_fdg.run.autotune) and goes on with the fastest one's own resolution.
-        first = next(iter(auto_placements(config, spec).values()))
-        return first._replace(config=config)
+        candidates = auto_placements(config, spec)
+        first = next(iter(candidates.values()))
+        return first._replace(config=config, candidates=candidates)
     spec, hparams = check_values(config, spec)
     env, env_params = make_env(config.env, config.env_options)
     if config.steps_per_iteration > validate.INT32_MAX:
@@ -154,17 +158,7 @@ def check_values(
     )
     validate.positive_int("devices", config.devices)
     validate.choice("dp_backend", config.dp_backend, policies.DP_BACKENDS)
-    validate.positive_int("num_processes", config.num_processes)
-    autos = [
-        f"--{name} {auto}"
-        for name, auto in (("fusion", policies.AUTO_FUSION), ("placement", policies.AUTO_PLACEMENT))
-        if getattr(config, name) == auto
-    ]
-    if autos and config.num_processes > 1:  # each process would measure, and choose, apart
-        raise ConfigError(
-            f"{' and '.join(autos)} measures the run in one process; a run across "
-            f"{config.num_processes} processes must name its fusion mode and placement"
-        )
+    _check_autos_in_one_process(config)
     policies.check_processes(config)
     validate.choice("policy_lag", config.policy_lag, POLICY_LAGS)
     loggers.check(config.logger)
@@ -183,6 +177,22 @@ def check_values(
         for value in values:
             make_hparams(spec, {**fixed, name: value})
     return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in sweep.items()}})
+
+
+def _check_autos_in_one_process(config: TrainConfig) -> None:
+    """``--fusion auto`` and ``--placement auto`` only in a run of one process: each process
+    would measure, and choose, apart."""
+    validate.positive_int("num_processes", config.num_processes)
+    autos = [
+        f"--{name} {auto}"
+        for name, auto in (("fusion", policies.AUTO_FUSION), ("placement", policies.AUTO_PLACEMENT))
+        if getattr(config, name) == auto
+    ]
+    if autos and config.num_processes > 1:
+        raise ConfigError(
+            f"{' and '.join(autos)} measures the run in one process; a run across "
+            f"{config.num_processes} processes must name its fusion mode and placement"
+        )
 
 
 def _check_run_name(name: str | None) -> None:

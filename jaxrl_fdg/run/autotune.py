@@ -13,13 +13,14 @@ that same initial state with the winner: the probe's iterations are not kept, so
 computes is exactly what the winner chosen by hand computes. The probe's cost (its compiles and
 iterations) is reported apart.
 
-``--placement auto`` adds the placements this machine allows to the candidates
-(:func:`jaxrl_fdg.config.resolve.auto_placements`): ``single``; ``host_env`` for a host
-simulator; ``data_parallel`` over every visible device and ``actor_learner`` where there are two or
-more. Placements are not all the same computation: ``actor_learner`` equals ``single``, but a
-``data_parallel`` run splits its environments into shards with key streams of their own and a
-``host_env`` run seeds its two halves apart. The run equals the winning placement chosen by hand,
-with the devices the table names, which ``config.toml`` records.
+``--placement auto`` adds the placements this machine allows to the candidates (resolved once,
+by :func:`jaxrl_fdg.config.resolve.auto_placements`, into ``Resolved.candidates``): ``single``;
+``host_env`` for a host simulator; ``data_parallel`` over every visible device and
+``actor_learner`` where there are two or more. Placements are not all the same computation:
+``actor_learner`` equals ``single``, but a ``data_parallel`` run splits its environments into
+shards with key streams of their own and a ``host_env`` run seeds its two halves apart. The run
+equals the winning placement chosen by hand, with the devices the table names, which
+``config.toml`` records.
 
 ``eager`` is never a candidate: it compiles nothing and is slower by orders of magnitude.
 """
@@ -33,7 +34,6 @@ from typing import Any, NamedTuple
 import jax
 
 from jaxrl_fdg.config import Resolved
-from jaxrl_fdg.config.resolve import auto_placements
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT
 from jaxrl_fdg.profiling.timers import Timings
@@ -108,10 +108,7 @@ def choose(resolved: Resolved, out=sys.stderr) -> tuple[Resolved, dict[str, Any]
     seconds), which is also printed to ``out`` as a table. A single candidate runs unprobed."""
     config = resolved.config
     iterations = min(config.boundary_every, config.num_iterations)
-    if config.placement == AUTO_PLACEMENT:
-        placements = auto_placements(config, resolved.spec)
-    else:
-        placements = {config.placement: resolved}
+    placements = resolved.candidates or {config.placement: resolved}  # several: placement auto
     pairs = [
         (placed, mode)
         for placed in placements.values()
