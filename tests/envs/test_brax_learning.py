@@ -12,9 +12,9 @@ for a 40,960-step window averaging 250 within 1M steps, half of Brax's budget (s
 
 SAC: the SAC settings Brax's training notebook gives this task (``num_timesteps=300_000,
 reward_scaling=10, discounting=0.97, learning_rate=3e-4, num_envs=64, batch_size=64,
-grad_updates_per_step=32, max_replay_size=2**14, min_replay_size=2**9``: 32 updates per 64 env
-steps, an update-to-data ratio of 0.5), with 64 × 64 networks and without observation
-normalisation (the off-policy learners do not have it). The test evaluates the deterministic
+grad_updates_per_step=32, max_replay_size=2**14, min_replay_size=2**9,
+normalize_observations=True``: 32 updates per 64 env steps, an update-to-data ratio of 0.5), with
+64 × 64 networks, as ``benchmarks/brax_training.py --setup sac`` trains it on both sides. The test evaluates the deterministic
 policy every 16k steps over 8 episodes and asks for one evaluation averaging 900 of the 1000
 steps within 100k steps, a third of that budget. (Later evaluations can fall again: with a
 replay of 16k transitions, 256 steps of the 64 environments, the critics forget the fallen
@@ -91,6 +91,7 @@ SAC_BRAX_LIKE = rl.TrainConfig(
         "buffer_size": 2**14,
         "learning_starts": 2**9,
         "hidden_sizes": (64, 64),
+        "normalize_observations": True,
     },
 )
 
