@@ -14,11 +14,11 @@ SAC: the SAC settings Brax's training notebook gives this task (``num_timesteps=
 reward_scaling=10, discounting=0.97, learning_rate=3e-4, num_envs=64, batch_size=64,
 grad_updates_per_step=32, max_replay_size=2**14, min_replay_size=2**9,
 normalize_observations=True``: 32 updates per 64 env steps, an update-to-data ratio of 0.5), with
-64 × 64 networks, as ``benchmarks/brax_training.py --setup sac`` trains it on both sides. The test evaluates the deterministic
-policy every 16k steps over 8 episodes and asks for one evaluation averaging 900 of the 1000
-steps within 100k steps, a third of that budget. (Later evaluations can fall again: with a
-replay of 16k transitions, 256 steps of the 64 environments, the critics forget the fallen
-states once the pole stays up.)
+64 × 64 networks, as ``benchmarks/brax_training.py --setup sac`` trains it on both sides. The
+test evaluates the deterministic policy every 8k steps over 8 episodes and asks for a first
+evaluation below 200, one averaging 900 of the 1000 steps within 100k steps (a third of that
+budget), and a last one as high. Measured: 97 at 12.8k steps, 1000 at 51k, then a dip (485,
+231), and 1000 at every evaluation from 77k on.
 """
 
 import json
@@ -98,10 +98,10 @@ SAC_BRAX_LIKE = rl.TrainConfig(
 
 @pytest.mark.slow
 def test_sac_keeps_the_pendulum_up(tmp_path):
-    # About 15 s of compiling and 25 s of training at ~4.5k env-steps/s on 2 CPU cores.
-    config = SAC_BRAX_LIKE.replace(out=str(tmp_path), run_name="sac", eval_every=16_000)
+    # About 30 s with compiling on 2 CPU cores (cache warm: 15 s of it compiling when cold).
+    config = SAC_BRAX_LIKE.replace(out=str(tmp_path), run_name="sac", eval_every=8_000)
     rl.train(config.replace(eval_episodes=8))
     rows = [json.loads(line) for line in (tmp_path / "sac" / "metrics.jsonl").open()]
     evaluations = [r["eval_return"] for r in rows if r["eval_return"] is not None]
-    assert len(evaluations) >= 6 and evaluations[0] < 200
-    assert max(evaluations) >= 900, evaluations
+    assert len(evaluations) >= 12 and evaluations[0] < 200
+    assert max(evaluations) >= 900 and evaluations[-1] >= 900, evaluations
