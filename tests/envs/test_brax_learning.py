@@ -98,7 +98,7 @@ SAC_BRAX_LIKE = rl.TrainConfig(
 
 @pytest.mark.slow
 def test_sac_keeps_the_pendulum_up(tmp_path):
-    # About 30 s with compiling on 2 CPU cores (cache warm: 15 s of it compiling when cold).
+    # About 30 s on 2 CPU cores with a warm compilation cache, and about 15 s more cold.
     config = SAC_BRAX_LIKE.replace(out=str(tmp_path), run_name="sac", eval_every=8_000)
     rl.train(config.replace(eval_episodes=8))
     rows = [json.loads(line) for line in (tmp_path / "sac" / "metrics.jsonl").open()]
