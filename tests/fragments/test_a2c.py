@@ -39,7 +39,7 @@ def test_one_update_is_an_rmsprop_step_on_the_n_step_actor_critic_loss():
     # 32 steps, so that some of CartPole's random-policy episodes (about 20 steps) end inside.
     resolved = resolve(_config(rollout_len=32, total_steps=8 * 32 * 2))
     hp, loop = resolved.hparams, rl.build_loop(resolved)
-    state, traj, key = jax.jit(loop.rollout)(loop.init(jax.random.key(0)))
+    state, traj, key = jax.jit(loop.rollout)(jax.jit(loop.init)(jax.random.key(0)))
     assert bool(jnp.any(traj.terminated))
     before = state.fragments["learner"]
     after, out = jax.jit(loop.learner.apply)(before, {"trajectory": traj}, key)
@@ -47,7 +47,7 @@ def test_one_update_is_an_rmsprop_step_on_the_n_step_actor_critic_loss():
     # By hand, as SB3 computes it: n-step returns, the A2C loss, global-norm clipping, then
     # PyTorch's RMSprop from a zero mean square: v = (1 − α) g², p ← p − lr · g / (√v + ε).
     policy = ac.Policy(resolved.context)
-    v_next = policy.value(before.params, traj.next_observation)
+    v_next = jax.jit(policy.value)(before.params, traj.next_observation)
     g = _n_step_returns(
         *map(np.asarray, (traj.reward, v_next, traj.terminated, traj.truncated)), hp.gamma
     )

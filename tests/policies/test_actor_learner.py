@@ -56,10 +56,11 @@ _SCRIPT = textwrap.dedent(
             ),
         }
 
-    # Where the programs run: the rollout on device 0, the learner on device 1.
+    # Where the programs run: the rollout on device 0, the learner on device 1. The configuration
+    # is PPO's lagged split run's above, so its programs come from the compilation cache.
     config = rl.TrainConfig(
-        total_steps=4 * 16 * 2, num_envs=4, rollout_len=16, out=None, progress=False,
-        fusion="fragment", placement="actor_learner", devices=2, policy_lag=1,
+        total_steps=4 * 16 * 5, num_envs=4, rollout_len=16, out=None, progress=False,
+        log_every=2, fusion="fragment", placement="actor_learner", devices=2, policy_lag=1,
         hparams=hparams["ppo"],
     )
     plan = ActorLearnerPlan(rl.build_loop(resolve(config)))
