@@ -175,6 +175,9 @@ def test_different_systems_give_different_trajectories(swept_rollouts):
     assert np.abs(final[2] - final[0]).max() > 1e-4
 
 
+# Slow tier: a second backend compiling Brax's own pipeline; the sweep's lanes are checked against
+# Brax's domain randomisation on MJX above.
+@pytest.mark.slow
 def test_generalized_backend_reads_the_swept_gravity():
     """Brax's own pipelines read ``sys.gravity``, not MJX's ``opt.gravity``; a gravity sweep
     built with physics_updates reaches them too."""

@@ -56,7 +56,12 @@ print("EQUAL")
 
 @pytest.mark.parametrize(
     "algo, fusion",
-    [("ppo", "scan"), ("dqn", "step"), pytest.param("ppo_gru", "scan", marks=pytest.mark.slow)],
+    [
+        ("ppo", "scan"),
+        # The same vmap over seeds on an off-policy graph in step mode: slow tier.
+        pytest.param("dqn", "step", marks=pytest.mark.slow),
+        pytest.param("ppo_gru", "scan", marks=pytest.mark.slow),
+    ],
 )
 def test_each_seed_equals_its_run_alone(algo, fusion):
     # In a subprocess with a deadline, so that a hang fails this test instead of stalling the

@@ -56,6 +56,9 @@ def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["status"] == "completed"
 
 
+# Slow tier: recurrent PPO × resume (the default tier resumes feed-forward runs bit for bit, and
+# tests/fragments/test_recurrent.py covers the memory).
+@pytest.mark.slow
 def test_recurrent_resume_equals_uninterrupted(tmp_path):
     # The actor's memory of each environment is part of the state a resume must restore. The
     # sizes are those of the recurrent PPO of tests/policies/fusion_sweep.py.
