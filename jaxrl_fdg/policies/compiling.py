@@ -5,27 +5,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import re
-import threading
 import time
 from typing import Any
 
-import jax
-
 from jaxrl_fdg.profiling.timers import Timings
 
-# XLA options for programs that run once (``init``), where how fast they run does not matter: no
-# LLVM optimisation of their kernels, and on CPU XLA's older kernel emitters, which generate
-# simpler code than the MLIR fusion emitters and do it in half the CPU time (the default PPO's
-# init: 0.45 CPU-s against 1.0, with the same output bits). Without LLVM optimisation the numbers
-# are not those of the same ops fully optimised (LLVM's instruction choices change the last bits
-# of a float), so every placement and mode compiles ``init`` the same way, here. An option this
-# jaxlib does not know is left out (XLA adds and retires them between releases).
-RUN_ONCE_OPTIONS = {
-    "xla_backend_optimization_level": 0,
-    "xla_llvm_disable_expensive_passes": True,
-    "xla_cpu_use_fusion_emitters": False,
-}
+# XLA options for programs that run once (``init``): no LLVM optimisation of their kernels. They
+# compile in about half the time, and how fast they run does not matter. Their numbers are not
+# those of the same ops compiled with full optimisation (LLVM's instruction choices change the
+# last bits of a float), so every placement and mode compiles ``init`` the same way, here.
+RUN_ONCE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 # Programs compiled with :data:`RUN_ONCE_OPTIONS`.
 RUN_ONCE = frozenset({"init"})
@@ -73,28 +62,8 @@ def compile_timed(lowered: Any, name: str = "") -> tuple[Any, float]:
     """``lowered`` compiled (with :data:`RUN_ONCE_OPTIONS` if ``name`` is in :data:`RUN_ONCE`),
     and the seconds that took."""
     start = time.perf_counter()
-    compiled = compile_with(lowered, RUN_ONCE_OPTIONS if name in RUN_ONCE else {})
+    compiled = lowered.compile(RUN_ONCE_OPTIONS if name in RUN_ONCE else None)
     return compiled, time.perf_counter() - start
-
-
-_UNKNOWN_OPTION = re.compile(r"No such compile option: '(\w+)'")
-_unknown_options: set[str] = set()  # options this jaxlib refused, not passed again
-_unknown_lock = threading.Lock()
-
-
-def compile_with(lowered: Any, options: dict[str, Any]) -> Any:
-    """``lowered.compile(options)``, leaving out the options this jaxlib does not know."""
-    while True:
-        with _unknown_lock:
-            known = {k: v for k, v in options.items() if k not in _unknown_options}
-        try:
-            return lowered.compile(known or None)
-        except jax.errors.JaxRuntimeError as error:
-            unknown = _UNKNOWN_OPTION.search(str(error))
-            if unknown is None or unknown.group(1) not in known:
-                raise
-            with _unknown_lock:
-                _unknown_options.add(unknown.group(1))
 
 
 def compile_workers() -> int:
