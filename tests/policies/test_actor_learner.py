@@ -80,15 +80,17 @@ _LEARN_SCRIPT = textwrap.dedent(
     import json
     import jaxrl_fdg as rl
 
-    learned = rl.train(
-        rl.TrainConfig(
-            total_steps=300_000, out=None, progress=False, fusion="fragment",
-            placement="actor_learner", devices=2, policy_lag=1,
-        )
-    )
-    m = learned.metrics
-    final = float(m["episode_return_sum"][-5:].sum() / m["episodes"][-5:].sum())
-    print("REPORT", json.dumps({"final_return": final}))
+    returns = []
+    for seed in (0, 1):
+        m = rl.train(
+            rl.TrainConfig(
+                total_steps=300_000, out=None, progress=False, fusion="fragment",
+                placement="actor_learner", devices=2, policy_lag=1, seed=seed,
+            )
+        ).metrics
+        last = len(m["episodes"]) // 10  # the last tenth of the run: 58 iterations, 30k steps
+        returns.append(float(m["episode_return_sum"][-last:].sum() / m["episodes"][-last:].sum()))
+    print("REPORT", json.dumps({"final_returns": returns}))
     """
 )
 
@@ -135,8 +137,12 @@ def test_rollout_and_learner_run_on_their_own_devices(report):
 
 @pytest.mark.slow
 def test_asynchronous_actors_learn_cartpole(report_on_devices):
-    # Measured: 491.5 and 499.5 (seeds 0 and 1) at 300k steps; synchronous PPO reaches 500.
-    assert report_on_devices(_LEARN_SCRIPT, devices=2, timeout=500)["final_return"] >= 400
+    # The mean return over the last tenth of a 300k-step run, seeds 0 and 1: 390.5 and 483.6
+    # measured (seeds 2 and 3: 467.4, 405.0; synchronous PPO reaches 500). One seed's figure
+    # moves by up to 90 when only the last bits of its first rollout change (docs/decisions.md,
+    # "Compiling from shapes"), so the test averages two; the first iterations score about 25.
+    returns = report_on_devices(_LEARN_SCRIPT, devices=2, timeout=500)["final_returns"]
+    assert sum(returns) / len(returns) >= 400, returns
 
 
 BASE = rl.TrainConfig(total_steps=256, num_envs=4, rollout_len=16, out=None, progress=False)

@@ -8,6 +8,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
+from jaxrl_fdg.policies import compiling
 from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT
 from jaxrl_fdg.run.evaluation import evaluation_function
@@ -74,3 +75,17 @@ def test_record_charges_time_measured_elsewhere_to_a_scope():
     summary = summarize(timings, 1.0)
     assert summary["compile_s"] == timings.scopes["compile"].wall  # a, b overlapped it
     assert summary["programs"]["b"]["compile_s"] == 3.0
+
+
+def test_compile_options_this_jaxlib_does_not_know_are_left_out(monkeypatch):
+    # XLA adds and retires debug options between releases: RUN_ONCE_OPTIONS must not stop a
+    # newer or older jaxlib from compiling init.
+    monkeypatch.setattr(compiling, "_unknown_options", set())
+    lowered = jax.jit(lambda x: x * 2.0).lower(np.ones(3, np.float32))
+    options = {**compiling.RUN_ONCE_OPTIONS, "xla_option_of_no_release": True}
+    compiled = compiling.compile_with(lowered, options)
+    np.testing.assert_array_equal(compiled(np.ones(3, np.float32)), [2.0, 2.0, 2.0])
+    assert compiling._unknown_options == {"xla_option_of_no_release"}
+    # A known option with a bad value is the caller's error, not left out.
+    with pytest.raises(jax.errors.JaxRuntimeError, match="xla_backend_optimization_level"):
+        compiling.compile_with(lowered, {"xla_backend_optimization_level": "fast"})
