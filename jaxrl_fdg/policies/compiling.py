@@ -19,10 +19,11 @@ from jaxrl_fdg.profiling.timers import Timings
 # simpler code than the MLIR fusion emitters and do it in half the CPU time (the default PPO's
 # init: 0.3 s against 0.5 s alone). The numbers are not those of the same ops fully optimised:
 # LLVM's instruction choices and the two emitters' transcendental functions round the last bits
-# of a float differently (an MJX reset's kinematics, the lagged loop's first rollout; a plain
-# init on classic control comes out the same, docs/decisions.md). So every placement and mode
-# compiles ``init`` the same way, here, and they all start from the same bits. An option this
-# jaxlib does not know is left out (XLA adds and retires them between releases).
+# of a float differently (an MJX reset's kinematics, the lagged loop's first rollout, DQN's
+# initialisers vmapped over data-parallel shards; docs/decisions.md says what stays the same).
+# So every placement and mode compiles ``init`` the same way, here, and they all start from the
+# same bits. An option this jaxlib does not know is left out (XLA adds and retires them between
+# releases).
 RUN_ONCE_OPTIONS = {
     "xla_backend_optimization_level": 0,
     "xla_llvm_disable_expensive_passes": True,
