@@ -23,7 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-EARLIER = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+from jaxrl_fdg.policies.compiling import RUN_ONCE_OPTIONS
+
+# The earlier run-once options: today's without the older emitters (the MLIR fusion emitters on).
+EARLIER = {k: v for k, v in RUN_ONCE_OPTIONS.items() if k != "xla_cpu_use_fusion_emitters"}
 SETTINGS = ("earlier", "current")
 
 
