@@ -121,9 +121,9 @@ def sac_config(setup: dict, seed: int):
         seed=seed,
         hparams={
             "gamma": SAC["gamma"],
-            "actor_lr": SAC["lr"],
-            "critic_lr": SAC["lr"],
-            "alpha_lr": SAC["lr"],
+            "actor_lr": setup.get("lr", SAC["lr"]),
+            "critic_lr": setup.get("lr", SAC["lr"]),
+            "alpha_lr": setup.get("lr", SAC["lr"]),
             "reward_scaling": SAC["reward_scaling"],
             "batch_size": setup["batch"],
             "utd_ratio": setup["updates_per_step"] / setup["num_envs"],
@@ -141,6 +141,7 @@ def ppo_config(setup: dict, seed: int):
 
     hparams = {
         **SHARED,
+        "lr": setup.get("lr", SHARED["lr"]),
         "anneal_lr": False,
         "vf_clip": float("inf"),
         "max_grad_norm": 1e9,
@@ -203,7 +204,7 @@ def _brax_ppo(setup: dict, seed: int, progress) -> None:
         // setup["minibatches"],
         num_minibatches=setup["minibatches"],
         num_updates_per_batch=EPOCHS,
-        learning_rate=SHARED["lr"],
+        learning_rate=setup.get("lr", SHARED["lr"]),
         entropy_cost=SHARED["ent_coef"],
         discounting=SHARED["gamma"],
         gae_lambda=SHARED["gae_lambda"],
@@ -233,7 +234,7 @@ def _brax_sac(setup: dict, seed: int, progress) -> None:
         num_timesteps=setup["steps"],
         num_envs=setup["num_envs"],
         episode_length=1000,
-        learning_rate=SAC["lr"],
+        learning_rate=setup.get("lr", SAC["lr"]),
         discounting=SAC["gamma"],
         reward_scaling=SAC["reward_scaling"],
         batch_size=setup["batch"],
@@ -310,10 +311,14 @@ def child(name: str, setup: dict, seed: int) -> None:
     print("RESULT " + json.dumps(RUNNERS[name](setup, seed)), flush=True)
 
 
-def measure(name: str, setup: str, steps: int, seed: int, auto_reset: str) -> dict:
+def measure(
+    name: str, setup: str, steps: int, seed: int, auto_reset: str, lr: float | None
+) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     command = [sys.executable, __file__, "--child", name, "--setup", setup]
     command += ["--steps", str(steps), "--seeds", str(seed), "--auto-reset", auto_reset]
+    if lr is not None:
+        command += ["--learning-rate", repr(lr)]
     out = subprocess.run(command, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"{name} seed {seed} failed:\n{out.stderr[-3000:]}")
@@ -335,11 +340,20 @@ def main() -> None:
         help="how our Brax environments restart an episode: from their first state, as Brax's "
         "trainers do (default), or from a fresh reset",
     )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        help="both trainers' learning rate (default: the setup's, 3e-4); a tiny one (1e-9) keeps "
+        "each policy at its initialisation while every update still runs, which compares the "
+        "two frameworks' rates with the physics in the same regime (see the README)",
+    )
     parser.add_argument("--child", choices=list(RUNNERS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help="default: benchmarks/results/brax_training-<setup>.json")
     args = parser.parse_args()
     setup = {**SETUPS[args.setup], **({"steps": args.steps} if args.steps else {})}
     setup["auto_reset"] = args.auto_reset
+    if args.learning_rate is not None:
+        setup["lr"] = args.learning_rate
     if args.child:
         child(args.child, setup, args.seeds)
         return
@@ -348,7 +362,9 @@ def main() -> None:
     runs: dict[str, list[dict]] = {name: [] for name in RUNNERS}
     for seed in range(args.seeds):
         for name in RUNNERS:
-            result = measure(name, args.setup, setup["steps"], seed, args.auto_reset)
+            result = measure(
+                name, args.setup, setup["steps"], seed, args.auto_reset, args.learning_rate
+            )
             runs[name].append(result)
             print(
                 f"{name:5} seed {seed}: return {result['final_return']:7.1f}  "
@@ -365,7 +381,8 @@ def main() -> None:
     ratio = results["ours"]["steps_per_s"] / results["brax"]["steps_per_s"]
     results["ours_over_brax_steps_per_s"] = ratio
     print(f"ours / Brax env-steps/s (medians): {ratio:.2f}")
-    out = args.out or Path(__file__).parent / "results" / f"brax_training-{args.setup}.json"
+    suffix = "" if args.learning_rate is None else f"-lr{args.learning_rate:g}"
+    out = args.out or Path(__file__).parent / "results" / f"brax_training-{args.setup}{suffix}.json"
     config = dict(env=ENV, setup=args.setup, seeds=args.seeds, **setup)
     write_report(out, "brax_training", config, results)
 
