@@ -15,7 +15,9 @@ This benchmark shows it with one compiled rollout program (the rollout of ``--fu
 restarts). It trains ``--iterations`` PPO iterations, keeps the loop state before and after, then
 times the same rollout program from each state in interleaved rounds (before, after, before, ...;
 each round ``--calls`` rollouts continuing from the kept state). It records µs per env-step, the
-share of steps with the cart within 5% of its rail ends, and steps per finished episode.
+share of steps with the cart within 5% of its rail ends, and steps per finished episode; and,
+for scale, the learn phase (its program called on one rollout's trajectory, each call waited for)
+per env-step that rollout collected.
 
 The same is done for a contrast variant whose environment runs its solver with one Newton
 iteration and a one-step line search (the environment built by Brax with ``opt.iterations`` and
@@ -101,6 +103,14 @@ def timed_rollouts(rollout, state, calls: int) -> tuple[float, float, int, int]:
     return seconds, float(jnp.mean(jnp.abs(cart) > 0.95)), cart.size, ends
 
 
+def timed_learns(learn, inputs: tuple, calls: int) -> float:
+    """Seconds for ``calls`` learn phases on the same rollout's ``inputs``, each waited for."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        jax.block_until_ready(learn(*inputs))
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=40, help="PPO iterations to learn")
@@ -114,16 +124,21 @@ def main() -> None:
 
     from jaxrl_fdg.profiling import write_report
 
-    cases = {}
+    cases, learners = {}, {}
     for solver, iterations in SOLVERS.items():
         rollout, learn, first = build(iterations, args.seed)
         learned = train(rollout, learn, first, args.iterations)
         for when, state in (("before", first), ("after", learned)):
             jax.block_until_ready(rollout(state))  # warm up
             cases[(solver, when)] = {"rollout": rollout, "state": state, "rounds": []}
+        inputs = rollout(learned)
+        jax.block_until_ready(learn(*inputs))
+        learners[solver] = {"learn": learn, "inputs": inputs, "rounds": []}
     for _ in range(args.rounds):
         for case in cases.values():
             case["rounds"].append(timed_rollouts(case["rollout"], case["state"], args.calls))
+        for learner in learners.values():
+            learner["rounds"].append(timed_learns(learner["learn"], learner["inputs"], args.calls))
 
     results: dict = {}
     print("| solver | policy | µs per env-step | cart at a rail end | steps per episode |")
@@ -143,11 +158,18 @@ def main() -> None:
             f"| {solver} | {when} learning | {figures['us_per_env_step']:.2f} "
             f"| {figures['cart_at_rail_end']:.1%} | {figures['steps_per_episode']:.1f} |"
         )
+    steps = cases[("default", "before")]["rounds"][0][2]  # env-steps in one round's rollouts
     for solver, by_when in results.items():
         by_when["after_over_before"] = (
             by_when["after"]["us_per_env_step"] / by_when["before"]["us_per_env_step"]
         )
-        print(f"{solver}: after / before = {by_when['after_over_before']:.2f}")
+        by_when["learn_us_per_env_step"] = (
+            statistics.median(learners[solver]["rounds"]) / steps * 1e6
+        )
+        print(
+            f"{solver}: after / before = {by_when['after_over_before']:.2f}; the learn phase "
+            f"{by_when['learn_us_per_env_step']:.2f} µs per env-step collected"
+        )
     config = dict(
         env=f"brax/{brax_training.ENV}",
         setup="cpu",
