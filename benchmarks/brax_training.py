@@ -4,6 +4,7 @@
     python benchmarks/brax_training.py --setup brax     # Brax's published sizes
     python benchmarks/brax_training.py --setup sac      # SAC: results/brax_training-sac.json
     python benchmarks/brax_training.py --seeds 1 --steps 200000   # a quick look
+    python benchmarks/brax_training.py --learning-rate 1e-9   # both policies kept as initialised
 
 Both train ``inverted_pendulum`` on MJX for the same budget with the same hyperparameters: Brax's
 own PPO configuration for the task (``reward_scaling=10, normalize_observations=True,
@@ -19,6 +20,11 @@ clipped to the box.
 training notebook gives the task (reward scaling 10, γ 0.97, learning rate 3e-4, 64 envs, batches
 of 64, 32 updates per step of the 64 envs, a replay of 2^14 filled with 2^9 random steps first,
 observation normalisation), 64 × 64 ReLU networks, 100k steps.
+
+An MJX step costs more at the states a learning policy reaches (its constraint solver iterates
+until the batch's slowest environment converges: ``benchmarks/brax_rollout_cost.py``), so when the
+two policies learn differently their rates compare different physics. ``--learning-rate 1e-9``
+keeps both policies as initialised, every update still running, for a like-for-like rate.
 
 Each run is a fresh process with the compilation cache off. Reported per framework: the final
 evaluation return, env-steps/s of training and compile seconds; medians over seeds, interleaved
