@@ -20,9 +20,9 @@ for scale, the learn phase (its program called on one rollout's trajectory, each
 per env-step that rollout collected.
 
 The same is done for a contrast variant whose environment runs its solver with one Newton
-iteration and a one-step line search (the environment built by Brax with ``opt.iterations`` and
-``opt.ls_iterations`` set to 1: less exact physics, for this measurement only). If the extra cost
-after learning is the solver's, it disappears there.
+iteration and a one-step line search (``--env-option solver_iterations=1 --env-option
+ls_iterations=1``: less exact physics, for this measurement only). If the extra cost after
+learning is the solver's, it disappears there.
 """
 
 from __future__ import annotations
@@ -43,39 +43,18 @@ import brax_training  # noqa: E402  (the PPO configuration, shared)
 SOLVERS = {"default": None, "one_iteration": 1}
 
 
-def _capped_environments(iterations: int):
-    """``brax.envs.get_environment``, building environments whose MJX solver is capped."""
-    import brax.envs
-
-    original = brax.envs.get_environment
-
-    def capped(*args, **kwargs):
-        env = original(*args, **kwargs)
-        env.sys = env.sys.tree_replace(
-            {"opt.iterations": iterations, "opt.ls_iterations": iterations}
-        )
-        return env
-
-    return original, capped
-
-
 def build(solver_iterations: int | None, seed: int):
     """The PPO loop (its rollout and learn compiled apart) and its first state."""
-    import brax.envs
-
     from jaxrl_fdg.config import resolve
     from jaxrl_fdg.run.build import build_loop
 
     setup = dict(brax_training.SETUPS["cpu"], auto_reset="first_state")
     config = brax_training.ppo_config(setup, seed)
-    original = brax.envs.get_environment
     if solver_iterations is not None:
-        brax.envs.get_environment = _capped_environments(solver_iterations)[1]
-    try:
-        loop = build_loop(resolve(config))
-        state = jax.jit(loop.init)(jax.random.key(seed))
-    finally:
-        brax.envs.get_environment = original
+        solver = dict(solver_iterations=solver_iterations, ls_iterations=solver_iterations)
+        config = config.replace(env_options={**config.env_options, **solver})
+    loop = build_loop(resolve(config))
+    state = jax.jit(loop.init)(jax.random.key(seed))
     rollout = jax.jit(loop.rollout).lower(state).compile()
     state_r, trajectory, key = rollout(state)
     learn = jax.jit(loop.learn).lower(state_r, trajectory, key).compile()

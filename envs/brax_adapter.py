@@ -149,15 +149,30 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
         episode of an environment starts from the same state, so the start states a run sees
         are only the ``num_envs`` drawn at its start. Reward, flags, metrics and ``info`` are the
         finished step's, as in Brax.
+      solver_iterations, ls_iterations: MJX's constraint solver options ``opt.iterations``
+        and ``opt.ls_iterations`` (the model's own by default; 100 and 50 for Brax's tasks),
+        ``mjx`` backend only. The solver iterates until the batch's slowest environment
+        converges, and every iteration runs all its line-search steps under ``vmap``, so fewer
+        of each make every step cheaper once constraints are active, at some cost in accuracy;
+        MuJoCo Playground's tasks set both low for speed (``benchmarks/brax_rollout_cost.py``).
       **kwargs: passed to the Brax environment's constructor (e.g. ``terminate_when_unhealthy``).
 
     Raises:
       UnknownEnvironmentError: unknown environment name (a ValueError naming close matches).
       ValueError: unknown backend, or a backend the environment does not support (the message
-        names the valid choices).
+        names the valid choices); a solver option that is not a positive integer, or one given
+        for a backend other than ``mjx``.
     """
 
-    def __init__(self, env_name: str, backend: str = "mjx", auto_reset: str = "fresh", **kwargs):
+    def __init__(
+        self,
+        env_name: str,
+        backend: str = "mjx",
+        auto_reset: str = "fresh",
+        solver_iterations: int | None = None,
+        ls_iterations: int | None = None,
+        **kwargs,
+    ):
         if backend not in BACKENDS:
             raise ValueError(
                 f"unknown Brax backend {backend!r}; choose one of {', '.join(BACKENDS)}"
@@ -166,6 +181,7 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
             raise ValueError(
                 f"unknown auto_reset {auto_reset!r}; choose one of {', '.join(AUTO_RESETS)}"
             )
+        solver = _solver_options(backend, solver_iterations, ls_iterations)
         self.auto_reset = auto_reset
         self.auto_reset_copies = auto_reset == "first_state"
         # Imported here, not at module level: Brax pulls in MuJoCo and takes about a second.
@@ -191,6 +207,8 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
             # choice above is where that matters, so do not repeat it on each construction.
             warnings.filterwarnings("ignore", message="Brax System, piplines", category=UserWarning)
             self._brax = brax.envs.get_environment(env_name, backend=backend, **kwargs)
+        if solver:  # the environment is this object's own: Brax builds a new one per call
+            self._brax.sys = self._brax.sys.tree_replace(solver)
 
         self.env_name = env_name
         self.backend = backend
@@ -282,6 +300,23 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
 
     def _conform(self, brax_state: Any) -> Any:
         return conform(self.name, brax_state, self._template)
+
+
+def _solver_options(backend: str, iterations: int | None, ls_iterations: int | None) -> dict:
+    """``{"opt.iterations": ..., "opt.ls_iterations": ...}`` for the options given, checked."""
+    given = {"solver_iterations": iterations, "ls_iterations": ls_iterations}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if backend != "mjx":
+            raise ValueError(
+                f"{name} sets MJX's constraint solver; it applies to backend 'mjx' only, "
+                f"got backend {backend!r}"
+            )
+    fields = {"solver_iterations": "opt.iterations", "ls_iterations": "opt.ls_iterations"}
+    return {fields[name]: value for name, value in given.items() if value is not None}
 
 
 def step_mjx(name: str, env: Any, state: Any, action: jax.Array, template: Any) -> Any:

@@ -10,8 +10,9 @@ of the id and the builder. :func:`~jaxrl_fdg.envs.make` and
 What ``**overrides`` mean, per prefix (for registered names they replace fields of the params):
 
 * ``brax/``: ``max_steps`` sets the episode length in the params; ``auto_reset`` chooses how
-  episodes restart (``fresh`` or ``first_state``, see ``brax_adapter.AUTO_RESETS``); any other
-  keyword goes to Brax's environment constructor (e.g. ``terminate_when_unhealthy=False``).
+  episodes restart (``fresh`` or ``first_state``, see ``brax_adapter.AUTO_RESETS``);
+  ``solver_iterations`` and ``ls_iterations`` set MJX's constraint solver; any other keyword
+  goes to Brax's environment constructor (e.g. ``terminate_when_unhealthy=False``).
 * ``gym/``: keywords go to ``gymnasium.make`` (e.g. ``max_episode_steps=200``); params are None.
 * ``gymnax/``: keywords replace fields of gymnax's own params (e.g. ``gravity=5.0``);
   ``max_steps`` is gymnax's ``max_steps_in_episode``.

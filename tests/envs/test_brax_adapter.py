@@ -196,6 +196,33 @@ def test_bad_backend_or_name_raises_value_error_naming_the_choices():
     assert BACKENDS[0] == "mjx"
 
 
+def test_solver_options_set_the_system_reset_and_step_run_with(pendulum):
+    default = pendulum[0].default_params.sys.opt
+    capped = make_brax("inverted_pendulum", solver_iterations=1, ls_iterations=4)
+    assert (default.iterations, default.ls_iterations) == (100, 50)
+    # params.sys is the system reset and step run with (see the test above on params).
+    opt = capped.default_params.sys.opt
+    assert (opt.iterations, opt.ls_iterations) == (1, 4)
+    assert capped.brax_env.sys is capped.default_params.sys
+
+
+def test_bad_solver_options_are_rejected_before_anything_is_built():
+    from jaxrl_fdg import config as cfg
+    from jaxrl_fdg.errors import ConfigError
+
+    for bad in (0, -3, 2.5, True, "4"):
+        with pytest.raises(
+            ValueError, match=rf"solver_iterations must be a positive integer, got {bad!r}"
+        ):
+            BraxEnv("inverted_pendulum", solver_iterations=bad)
+    with pytest.raises(
+        ValueError, match="ls_iterations .* backend 'mjx' only, got backend 'spring'"
+    ):
+        BraxEnv("inverted_pendulum", backend="spring", ls_iterations=4)
+    with pytest.raises(ConfigError, match="ls_iterations must be a positive integer, got 0"):
+        cfg.make_env("brax/inverted_pendulum", {"ls_iterations": 0})
+
+
 def test_importing_envs_or_the_adapter_does_not_import_brax():
     code = (
         "import sys, jaxrl_fdg.envs; print('brax' in sys.modules); "
