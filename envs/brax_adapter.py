@@ -153,8 +153,9 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
         and ``opt.ls_iterations`` (the model's own by default; 100 and 50 for Brax's tasks),
         ``mjx`` backend only. The solver iterates until the batch's slowest environment
         converges, and every iteration runs all its line-search steps under ``vmap``, so fewer
-        of each make every step cheaper once constraints are active, at some cost in accuracy;
-        MuJoCo Playground's tasks set both low for speed (``benchmarks/brax_rollout_cost.py``).
+        of each make every step cheaper once constraints are active, at some cost in accuracy
+        (``benchmarks/brax_rollout_cost.py``); MuJoCo Playground's task models use 1–10
+        iterations and line searches of 4–10 steps.
       **kwargs: passed to the Brax environment's constructor (e.g. ``terminate_when_unhealthy``).
 
     Raises:
