@@ -119,12 +119,12 @@ def main() -> None:
         for learner in learners.values():
             learner["rounds"].append(timed_learns(learner["learn"], learner["inputs"], args.calls))
 
+    steps = next(iter(cases.values()))["rounds"][0][2]  # env-steps timed per case per round
     results: dict = {}
     print("| solver | policy | µs per env-step | cart at a rail end | steps per episode |")
     print("|---|---|---:|---:|---:|")
     for (solver, when), case in cases.items():
         seconds = [r[0] for r in case["rounds"]]
-        steps = case["rounds"][0][2]
         episodes = sum(r[3] for r in case["rounds"])
         figures = {
             "us_per_env_step": statistics.median(seconds) / steps * 1e6,
@@ -137,7 +137,6 @@ def main() -> None:
             f"| {solver} | {when} learning | {figures['us_per_env_step']:.2f} "
             f"| {figures['cart_at_rail_end']:.1%} | {figures['steps_per_episode']:.1f} |"
         )
-    steps = cases[("default", "before")]["rounds"][0][2]  # env-steps in one round's rollouts
     for solver, by_when in results.items():
         by_when["after_over_before"] = (
             by_when["after"]["us_per_env_step"] / by_when["before"]["us_per_env_step"]

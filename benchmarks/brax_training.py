@@ -127,9 +127,7 @@ def sac_config(setup: dict, seed: int):
         seed=seed,
         hparams={
             "gamma": SAC["gamma"],
-            "actor_lr": setup.get("lr", SAC["lr"]),
-            "critic_lr": setup.get("lr", SAC["lr"]),
-            "alpha_lr": setup.get("lr", SAC["lr"]),
+            **dict.fromkeys(("actor_lr", "critic_lr", "alpha_lr"), setup.get("lr", SAC["lr"])),
             "reward_scaling": SAC["reward_scaling"],
             "batch_size": setup["batch"],
             "utd_ratio": setup["updates_per_step"] / setup["num_envs"],

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import jax
@@ -188,21 +189,7 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
         # Imported here, not at module level: Brax pulls in MuJoCo and takes about a second.
         import brax.envs
 
-        known = tuple(sorted(set(brax.envs._envs) - set(_UNSUPPORTED)))
-        if env_name in _UNSUPPORTED:
-            raise UnknownEnvironmentError(
-                f"unsupported Brax environment {env_name!r} ({_UNSUPPORTED[env_name]}); "
-                f"choose one of {', '.join(known)}"
-            )
-        if env_name not in known:
-            raise UnknownEnvironmentError(unknown("Brax environment", env_name, known))
-        valid = SUPPORTED_BACKENDS.get(env_name, BACKENDS)
-        if backend not in valid:
-            raise ValueError(
-                f"Brax environment {env_name!r} does not support backend {backend!r}; "
-                f"valid backends: {', '.join(valid)}"
-            )
-
+        _check_environment(env_name, backend, registered=brax.envs._envs)
         with warnings.catch_warnings():
             # Every Brax model load warns that Brax's pipelines are unmaintained; the backend
             # choice above is where that matters, so do not repeat it on each construction.
@@ -301,6 +288,25 @@ class BraxEnv(Environment[BraxEnvState, BraxParams]):
 
     def _conform(self, brax_state: Any) -> Any:
         return conform(self.name, brax_state, self._template)
+
+
+def _check_environment(env_name: str, backend: str, registered: Iterable[str]) -> None:
+    """Refuse a name Brax does not register (or one we cannot run), or a backend the
+    environment does not support; the messages name the valid choices."""
+    known = tuple(sorted(set(registered) - set(_UNSUPPORTED)))
+    if env_name in _UNSUPPORTED:
+        raise UnknownEnvironmentError(
+            f"unsupported Brax environment {env_name!r} ({_UNSUPPORTED[env_name]}); "
+            f"choose one of {', '.join(known)}"
+        )
+    if env_name not in known:
+        raise UnknownEnvironmentError(unknown("Brax environment", env_name, known))
+    valid = SUPPORTED_BACKENDS.get(env_name, BACKENDS)
+    if backend not in valid:
+        raise ValueError(
+            f"Brax environment {env_name!r} does not support backend {backend!r}; "
+            f"valid backends: {', '.join(valid)}"
+        )
 
 
 def _solver_options(backend: str, iterations: int | None, ls_iterations: int | None) -> dict:
