@@ -61,14 +61,9 @@ def evaluator(
         k_reset, key = jax.random.split(key)
         env_state, timestep = reset(jax.random.split(k_reset, episodes), env_params)
         zeros = jnp.zeros((episodes,), jnp.float32)
+        no_end = jnp.zeros((episodes,), bool)
         start = _Episodes(
-            env_state,
-            timestep.observation,
-            zeros,
-            zeros,
-            jnp.zeros((episodes,), bool),
-            key,
-            initial(episodes),
+            env_state, timestep.observation, zeros, zeros, no_end, key, initial(episodes)
         )
 
         def running(c: _Episodes) -> jax.Array:
@@ -78,17 +73,9 @@ def evaluator(
             key, k_step = jax.random.split(c.key)
             action, memory_after = act(params, c.observation, c.memory)
             env_state, ts = step(jax.random.split(k_step, episodes), c.env, action, env_params)
-            live = ~c.done
             ended = ts.terminated | ts.truncated
-            return _Episodes(
-                env_state,
-                ts.observation,
-                c.total + jnp.where(live, ts.reward, 0.0),
-                c.length + live,
-                c.done | ended,
-                key,
-                _reset_where(ended, memory_after, initial(episodes)),
-            )
+            memory = _reset_where(ended, memory_after, initial(episodes))
+            return _record(c, ts, ended)._replace(env=env_state, key=key, memory=memory)
 
         end = jax.lax.while_loop(running, one_step, start)
         return {
@@ -101,6 +88,18 @@ def evaluator(
         return state, play(inputs["params"], key)
 
     return fragment(name, Role.EVALUATOR, apply, inputs=("params",), outputs=EVAL_OUTPUTS)
+
+
+def _record(c: _Episodes, ts: Any, ended: jax.Array) -> _Episodes:
+    """``c`` after one step's time step ``ts``: the reward and the step counted for the episodes
+    still running, ``ended`` ``[B]`` added to the finished ones, the new observation kept."""
+    live = ~c.done
+    return c._replace(
+        observation=ts.observation,
+        total=c.total + jnp.where(live, ts.reward, 0.0),
+        length=c.length + live,
+        done=c.done | ended,
+    )
 
 
 def _with_memory(
