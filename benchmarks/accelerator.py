@@ -9,10 +9,11 @@ with the machine, the size preset, each section's command line and wall seconds,
 README's table between ``<!-- accelerator-table -->`` and ``<!-- /accelerator-table -->``.
 
 Sections: ``fusion_modes`` (``fusion_modes.py``), ``algorithms`` (``algorithms.py``, every
-registered algorithm), ``envs`` (``envs.py``, up to 65,536 envs at the full size), ``seeds``
-(``placement.py``'s seed sweep, 1 to 256 seeds), ``devices`` (``placement.py``'s device sweep,
-``data_parallel`` over every visible device; skipped, with the reason, on one device),
-``compile_time`` (``compile_time.py``) and ``precision`` (``precision.py``: the matmul
+registered algorithm), ``mode_pairs`` (``mode_pairs.py``: the fusion modes timed on the same
+states in one process, as paired ratios), ``envs`` (``envs.py``, up to 65,536 envs at the full
+size), ``seeds`` (``placement.py``'s seed sweep, 1 to 256 seeds), ``devices`` (``placement.py``'s
+device sweep, ``data_parallel`` over every visible device; skipped, with the reason, on one
+device), ``compile_time`` (``compile_time.py``) and ``precision`` (``precision.py``: the matmul
 precision in force, and whether short PPO and SAC runs change at "highest").
 
 Sizes (``--size``): ``smoke``, the smallest of everything (for CI, well under two minutes on two
@@ -42,13 +43,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import accelerator_table  # noqa: E402
+import cli_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-SECTIONS = ("fusion_modes", "algorithms", "envs", "seeds", "devices", "compile_time", "precision")
+SECTIONS = (
+    "fusion_modes",
+    "algorithms",
+    "mode_pairs",
+    "envs",
+    "seeds",
+    "devices",
+    "compile_time",
+    "precision",
+)
 SCRIPTS = {
     "fusion_modes": "fusion_modes.py",
     "algorithms": "algorithms.py",
+    "mode_pairs": "mode_pairs.py",
     "envs": "envs.py",
     "seeds": "placement.py",
     "devices": "placement.py",
@@ -72,6 +84,8 @@ SIZES: dict[str, dict[str, list[str]]] = {
                          "--modes", ""],
         "algorithms": ["--algos", "ppo,dqn", "--modes", "scan", "--iterations", "2",
                        "--rounds", "1", "--eager-iterations", "0"],
+        "mode_pairs": ["--algos", "dqn", "--modes", "scan,step", "--iterations", "2",
+                       "--rounds", "1"],
         "envs": ["--envs", "CartPole-v1", "--num-envs", "64", "--steps", "10",
                  "--python-steps", "4", "--repeats", "1", "--no-gymnax"],
         "seeds": ["--seeds", "2", "--algos", "ppo", "--rounds", "1", "--scale", "0.01"],
@@ -85,6 +99,8 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "fusion_modes": ["--total-steps", "102400", "--repeats", "1", "--eager-iterations", "0"],
         "algorithms": ["--algos", "all", "--modes", "scan,step", "--iterations", "20",
                        "--rounds", "1", "--eager-iterations", "0"],
+        "mode_pairs": ["--algos", "ppo,dqn,sac", "--modes", "scan,iteration,step",
+                       "--rounds", "3"],
         "envs": ["--envs", "CartPole-v1,Pendulum-v1", "--num-envs", "1,1024,16384",
                  "--steps", "100", "--python-steps", "20", "--python-max-envs", "1024"],
         "seeds": ["--seeds", "1,16,256", "--rounds", "2", "--scale", "0.25"],
@@ -95,6 +111,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
     "full": {
         "fusion_modes": [],
         "algorithms": ["--algos", "all"],
+        "mode_pairs": ["--algos", "all"],
         "envs": ["--num-envs", "1,64,1024,4096,16384,65536", "--python-max-envs", "4096"],
         "seeds": ["--seeds", SEEDS_FULL],
         "devices": [],
@@ -194,10 +211,7 @@ def main() -> None:
     )
     parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
     args = parser.parse_args()
-    sections = [s for s in args.sections.split(",") if s]
-    unknown = sorted(set(sections) - set(SECTIONS))
-    if unknown:
-        parser.error(f"--sections: unknown {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    sections = cli_args.comma_list(parser, "--sections", args.sections, SECTIONS)
 
     device = probe()
     size = args.size or ("full" if device["platform"] in ("gpu", "tpu") else "cpu")

@@ -100,9 +100,23 @@ def precision_line(r: dict) -> str:
     return "; ".join(cells)
 
 
+def mode_pairs_line(r: dict) -> str:
+    """Each algorithm's paired rate ratio of its first mode to its last (scan / step by default),
+    and whether every mode ended on the same bits."""
+    modes = r["config"]["modes"]
+    first, last = modes[0], modes[-1]
+    cells = [
+        f"{algo.upper()} {first}/{last} {_num(res.get(f'{first}/{last}', {}).get('median'))}"
+        for algo, res in r["results"].items()
+    ]
+    same = all(res["same_bits"] for res in r["results"].values())
+    return "; ".join(cells) + ("; every mode the same bits" if same else "; **modes differ**")
+
+
 LINES = {
     "fusion_modes": fusion_line,
     "algorithms": lambda r: f"{len(r['results'])} algorithms: table below",
+    "mode_pairs": mode_pairs_line,
     "envs": envs_line,
     "seeds": seeds_line,
     "devices": devices_line,

@@ -20,6 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
+import cli_args
 import jax
 
 import jaxrl_fdg as rl
@@ -116,10 +117,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "algorithms.json"))
     args = parser.parse_args()
     algos = rl.algorithm.registered() if args.algos == "all" else args.algos.split(",")
-    modes = [m for m in args.modes.split(",") if m]
-    unknown = sorted(set(modes) - set(MODES))
-    if unknown:
-        parser.error(f"--modes: unknown {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    modes = cli_args.comma_list(parser, "--modes", args.modes, MODES)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     iterations = {a: args.iterations or ITERATIONS.get(a, 200) for a in algos}

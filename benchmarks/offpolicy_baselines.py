@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import cli_args  # noqa: E402
 import handwritten_dqn  # noqa: E402
 import handwritten_sac  # noqa: E402
 
@@ -122,10 +123,7 @@ def main() -> None:
         "--out", default=str(Path(__file__).parent / "results" / "offpolicy_baselines.json")
     )
     args = parser.parse_args()
-    families = [f for f in args.families.split(",") if f]
-    unknown = sorted(set(families) - set(FAMILIES))
-    if unknown:
-        parser.error(f"--families: unknown {', '.join(unknown)}; choose from dqn, sac")
+    families = cli_args.comma_list(parser, "--families", args.families, FAMILIES)
     steps = {"dqn": args.dqn_steps, "sac": args.sac_steps}
 
     load_before = os.getloadavg()

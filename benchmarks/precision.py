@@ -26,6 +26,7 @@ import math
 import os
 from pathlib import Path
 
+import cli_args
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -131,10 +132,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "precision.json"))
     args = parser.parse_args()
-    algos = [a for a in args.algos.split(",") if a]
-    unknown = sorted(set(algos) - set(RUNS))
-    if unknown:
-        parser.error(f"--algos: unknown {', '.join(unknown)}; choose from {', '.join(RUNS)}")
+    algos = cli_args.comma_list(parser, "--algos", args.algos, RUNS)
     steps = {"ppo": args.ppo_steps, "sac": args.sac_steps}
     starts = {"sac": args.sac_learning_starts}
 

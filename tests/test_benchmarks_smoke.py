@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = {"fusion_modes", "algorithms", "envs", "seeds", "devices", "compile_time", "precision"}
+SECTIONS = set(
+    "fusion_modes algorithms mode_pairs envs seeds devices compile_time precision".split()
+)
 
 
 def _positive(value) -> bool:
@@ -52,6 +54,8 @@ def test_accelerator_suite_smoke(tmp_path):
     assert _positive(sections["fusion_modes"]["report"]["ratios"]["scan_vs_handwritten"])
     assert set(results("algorithms")) == {"ppo", "dqn"}
     assert all(_positive(r["scan"]["steps_per_s"]) for r in results("algorithms").values())
+    pairs = results("mode_pairs")["dqn"]
+    assert pairs["same_bits"] and _positive(pairs["scan/step"]["median"])
     assert _positive(results("envs")["CartPole-v1"]["64"]["ours"])
     seeds = results("seeds")["seeds"]["ppo"]
     assert set(seeds) == {"2"} and _positive(seeds["2"]["steps_per_s"])
