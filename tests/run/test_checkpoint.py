@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import jax
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
+from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, find_non_finite
 
 # Off-policy on purpose: the checkpoint must carry the replay buffer, priorities, target network,
 # optimizer moments, the actor's step counter, env state and the key stream for an exact resume.
@@ -106,6 +107,7 @@ _SCRIPT = """
 import sys
 import threading
 import time
+import types
 import jaxrl_fdg as rl
 from jaxrl_fdg.run.session import Session
 
@@ -239,6 +241,24 @@ def test_non_finite_parameters_never_reach_a_checkpoint(tmp_path):
     with pytest.raises(NonFiniteError, match=r"learner\['w'\] at iteration 4"):
         rl.train(config, _POISONED)
     assert Checkpointer(tmp_path / "r" / "checkpoints").latest() == 2
+
+
+@pytest.mark.parametrize("on_host", [True, False], ids=["numpy", "compiled"])
+def test_both_checks_name_the_first_non_finite_leaf(monkeypatch, on_host):
+    # A CPU state is read with numpy; an accelerator's goes through one compiled check. Both
+    # name the first fragment and leaf holding a NaN or inf, and pass a finite state.
+    monkeypatch.setattr("jaxrl_fdg.run.checkpoint._in_host_memory", lambda x: on_host)
+    fragments = {
+        "env": {"obs": jnp.ones((2, 3)), "t": jnp.zeros(2, jnp.int32)},
+        "learner": {"b": jnp.zeros(2), "w": jnp.array([0.0, jnp.inf])},
+        "late": {"v": jnp.array([jnp.nan])},
+    }
+    state = types.SimpleNamespace(fragments=fragments)
+    assert find_non_finite(state) == "learner['w']"
+    fragments["learner"]["w"] = jnp.zeros(2)
+    assert find_non_finite(state) == "late['v']"
+    fragments["late"]["v"] = jnp.zeros(1)
+    assert find_non_finite(state) is None
 
 
 @pytest.mark.parametrize("fusion", ["scan", "step"])
