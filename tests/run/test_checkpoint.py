@@ -107,7 +107,6 @@ _SCRIPT = """
 import sys
 import threading
 import time
-import types
 import jaxrl_fdg as rl
 from jaxrl_fdg.run.session import Session
 
