@@ -294,26 +294,28 @@ def _name(index: int) -> str:
 def find_non_finite(state: LoopState) -> str | None:
     """The first fragment (and leaf path) whose state holds a NaN or inf, or ``None``.
 
-    A state in host memory (the CPU backend) is checked with numpy, which reads its buffers
+    A fragment in host memory (the CPU backend) is checked with numpy, which reads its buffers
     where they are: a compiled check (a program to trace and compile per run, inside the run's
-    time) cost the default PPO 0.3–0.5 s at its one checkpoint, a tenth of its run. A state on an
-    accelerator is checked by one compiled program, so that only a flag per leaf comes back."""
-    floats = [
-        (name, path, x)
-        for name, fragment_state in state.fragments.items()
-        for path, x in jax.tree_util.tree_leaves_with_path(fragment_state)
-        if jax.numpy.issubdtype(x.dtype, jax.numpy.floating)
-    ]
-    if not floats:
-        return None
-    leaves = [x for _, _, x in floats]
-    if all(_in_host_memory(x) for x in leaves):
-        finite = [bool(np.isfinite(np.asarray(x)).all()) for x in leaves]
-    else:
-        finite = np.asarray(_all_finite(leaves))
-    for (name, path, _), ok in zip(floats, finite, strict=True):
-        if not ok:
-            return f"{name}{jax.tree_util.keystr(path)}"
+    time) cost the default PPO 0.3–0.5 s at its one checkpoint, a tenth of its run. A fragment on
+    an accelerator is checked by one compiled program, so that only a flag per leaf comes back;
+    one per fragment, because fragments may sit on different devices (the actor/learner split),
+    and one program takes its arguments from one set of devices."""
+    for name, fragment_state in state.fragments.items():
+        floats = [
+            (path, x)
+            for path, x in jax.tree_util.tree_leaves_with_path(fragment_state)
+            if jax.numpy.issubdtype(x.dtype, jax.numpy.floating)
+        ]
+        if not floats:
+            continue
+        leaves = [x for _, x in floats]
+        if all(_in_host_memory(x) for x in leaves):
+            finite = [bool(np.isfinite(np.asarray(x)).all()) for x in leaves]
+        else:
+            finite = np.asarray(_all_finite(leaves))
+        for (path, _), ok in zip(floats, finite, strict=True):
+            if not ok:
+                return f"{name}{jax.tree_util.keystr(path)}"
     return None
 
 

@@ -260,6 +260,31 @@ def test_both_checks_name_the_first_non_finite_leaf(monkeypatch, on_host):
     assert find_non_finite(state) is None
 
 
+_SPLIT_DEVICES_SCRIPT = """
+import json, types
+import jax, jax.numpy as jnp
+from jaxrl_fdg.run import checkpoint
+
+checkpoint._in_host_memory = lambda x: False  # the compiled check, as on an accelerator
+first, second = jax.devices()
+fragments = {
+    "rollout": {"obs": jax.device_put(jnp.ones(3), first)},
+    "learner": {"w": jax.device_put(jnp.array([0.0, jnp.nan]), second)},
+}
+found = checkpoint.find_non_finite(types.SimpleNamespace(fragments=fragments))
+fragments["learner"]["w"] = jax.device_put(jnp.zeros(2), second)
+clean = checkpoint.find_non_finite(types.SimpleNamespace(fragments=fragments))
+print("REPORT", json.dumps({"found": found, "clean": clean}))
+"""
+
+
+def test_compiled_check_takes_fragments_on_different_devices(report_on_devices):
+    # The actor/learner split keeps the rollout and the learner on devices of their own; one
+    # compiled program over both fragments' leaves would refuse arguments from two devices.
+    report = report_on_devices(_SPLIT_DEVICES_SCRIPT, devices=2, timeout=120)
+    assert report == {"found": "learner['w']", "clean": None}
+
+
 @pytest.mark.parametrize("fusion", ["scan", "step"])
 def test_debug_nans_raises_at_the_op_that_made_the_nan(fusion):
     config = _SMALL.replace(out=None, debug_nans=True, fusion=fusion)
