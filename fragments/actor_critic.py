@@ -273,12 +273,20 @@ def optimizer(
 ) -> optax.GradientTransformation:
     """Global-norm gradient clipping, then ``make(lr)``, as the context hands it to a learner;
     with ``anneal_lr`` the learning rate falls linearly from ``lr`` to 0 over ``num_updates``
-    gradient steps (the whole run)."""
+    gradient steps (the whole run).
+
+    Both act on the parameters raveled into one vector (``optax.flatten``; the optimizer's state
+    holds vectors too). Per parameter array, the clipping and the optimizer's update are a few
+    small kernels each, which XLA compiles one by one: the two 64 × 64 MLPs' 12 arrays made a
+    quarter of A2C's scan program. One vector takes a few kernels in all; the global norm is then
+    summed over the vector rather than array by array, which rounds its last bit differently
+    (docs/decisions.md, "Fewer kernels to compile")."""
     hp: ActorCriticConfig = ctx.hparams
     lr: float | optax.Schedule = hp.lr
     if hp.anneal_lr:
         lr = optax.linear_schedule(hp.lr, 0.0, num_updates)
-    return ctx.optimizer(optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), make(lr)))
+    clipped = optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), make(lr))
+    return ctx.optimizer(optax.flatten(clipped))
 
 
 def gradient_step(

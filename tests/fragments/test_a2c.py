@@ -60,12 +60,13 @@ def test_one_update_is_an_rmsprop_step_on_the_n_step_actor_critic_loss():
         # SB3's A2C loss with its defaults: policy gradient + 0.5 · MSE(G, V), no entropy term.
         return -(log_prob[..., 0] * advantage).mean() + 0.5 * ((value - target) ** 2).mean()
 
-    grads = jax.jit(jax.grad(loss))(before.params)
-    norm = jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(grads)))
-    grads = jax.tree.map(lambda x: x * jnp.minimum(1.0, hp.max_grad_norm / norm), grads)
+    # The step itself in numpy (op by op in JAX it compiled one program per op and shape).
+    grads = jax.tree.map(np.asarray, jax.jit(jax.grad(loss))(before.params))
+    norm = np.sqrt(sum(np.sum(x**2) for x in jax.tree.leaves(grads)))
+    grads = jax.tree.map(lambda x: x * min(1.0, hp.max_grad_norm / norm), grads)
     expected = jax.tree.map(
-        lambda p, x: p - hp.lr * x / (jnp.sqrt((1 - hp.rmsprop_decay) * x**2) + hp.optimizer_eps),
-        before.params,
+        lambda p, x: p - hp.lr * x / (np.sqrt((1 - hp.rmsprop_decay) * x**2) + hp.optimizer_eps),
+        jax.tree.map(np.asarray, before.params),
         grads,
     )
     jax.tree.map(
@@ -74,6 +75,10 @@ def test_one_update_is_an_rmsprop_step_on_the_n_step_actor_critic_loss():
         expected,
     )
     assert sorted(out["metrics"]) == ["entropy", "loss", "policy_loss", "value_loss"]
+    # The clipping and RMSprop act on the parameters raveled into one vector: the optimizer's
+    # state is RMSprop's mean square of all 9,155 of them, one array.
+    size = sum(x.size for x in jax.tree.leaves(before.params))
+    assert [x.shape for x in jax.tree.leaves(after.opt_state)] == [(size,)]
 
 
 def test_hyperparameters_validate_on_construction():
