@@ -91,3 +91,24 @@ def test_tanh_gaussian_saturated_sample_keeps_a_finite_log_prob_and_gradient():
     grads = jax.grad(lambda m: dist.tanh_gaussian_sample(jax.random.key(4), m, log_std)[1])(mean)
     assert np.all(np.isfinite(grads))
     np.testing.assert_allclose(dist.tanh_gaussian_mode(mean), np.tanh(mean))
+
+
+def test_categorical_log_prob_is_the_gathered_log_softmax_and_its_gradient_bit_for_bit():
+    # A mask and a sum instead of a gather: every other term is an exact zero, so the value and
+    # the gradient are the gather's to the bit (the gather's gradient is a scatter-add).
+    logits = jax.random.normal(jax.random.key(0), (64, 5)) * 3.0
+    actions = jax.random.randint(jax.random.key(1), (64,), 0, 5)
+    weights = jax.random.normal(jax.random.key(2), (64,))
+
+    def gathered(logits):
+        log_probs = jax.nn.log_softmax(logits)
+        return jnp.take_along_axis(log_probs, actions[:, None], axis=-1)[:, 0]
+
+    for fn in (jax.jit, lambda f: f):  # compiled and op by op
+        np.testing.assert_array_equal(
+            fn(dist.categorical_log_prob)(logits, actions), fn(gathered)(logits)
+        )
+        np.testing.assert_array_equal(
+            fn(jax.grad(lambda x: (dist.categorical_log_prob(x, actions) * weights).sum()))(logits),
+            fn(jax.grad(lambda x: (gathered(x) * weights).sum()))(logits),
+        )
