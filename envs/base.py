@@ -193,10 +193,11 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         """Replace the state and observation of every environment whose episode ended (``done``,
         shape ``[B]``) by those of a fresh episode from :meth:`auto_reset_env`.
 
-        Keys: with ``reset_keys = split(second half of key, ·)``, the k-th environment (in batch
-        order) whose episode ends in this step restarts from ``reset_keys[k]``; a batch of one
-        uses the reset key itself. Threefry's split gives the same first keys whatever the
-        number split, so this holds on every path below and their results agree bit for bit.
+        Keys: the k-th environment (in batch order) whose episode ends in this step restarts from
+        :func:`_reset_keys` ``(key, ·)[k]``, ``split(key, ·)[k + 1]``: a batch of one (and
+        :meth:`step`) resets from ``split(key)[1]``, as gymnax does, and the step half is
+        ``split(key)[0]``. Threefry's split gives the same first keys whatever the number split,
+        so this holds on every path below and their results agree bit for bit.
 
         Only as many resets as are needed are computed. With few environments (below 64) a branch
         resets either none (no episode ended: no random numbers drawn at all) or every environment,
@@ -250,7 +251,7 @@ def _reset_every_env(
     kept where ``done`` and ``current`` (state, observation) elsewhere."""
     env_state, _ = current
     num_envs = done.shape[0]
-    keys = _split_keys(jax.random.split(key)[1], num_envs)
+    keys = _reset_keys(key, num_envs)
     if num_envs > 1:
         keys = keys[jnp.maximum(_rank_of_finished(done), 0)]
     reset_state, reset_obs = reset(keys, env_state, params)
@@ -279,7 +280,7 @@ def _reset_finished_envs(
     chunks = -(-num_envs // slots)
     # Threefry's split gives the same first keys whatever the number split: key k is the same
     # whether split into ``slots``, ``num_envs`` or ``chunks * slots`` keys.
-    keys = _split_keys(jax.random.split(key)[1], chunks * slots)
+    keys = _reset_keys(key, chunks * slots)
 
     def chunk(c: jax.Array, out: tuple[Any, jax.Array]) -> tuple[Any, jax.Array]:
         start = c * slots
@@ -314,6 +315,14 @@ def _reset_slots(num_envs: int) -> int:
         return 0
     mean = num_envs / 16
     return min(num_envs, int(mean + 4 * math.sqrt(mean)) + 1)
+
+
+def _reset_keys(key: jax.Array, num: int) -> jax.Array:
+    """The step's ``num`` reset keys, ``split(key, num + 1)[1:]``: one hash of ``num + 1``
+    counters, where splitting ``split(key)[1]`` again would take two hashes in a row (each a
+    loop of kernels XLA:CPU compiles, in a branch that runs only on the steps that end an
+    episode). The first is ``split(key)[1]``, the key :meth:`Environment.step` resets from."""
+    return jax.random.split(key, num + 1)[1:]
 
 
 def _split_keys(key: jax.Array, num: int) -> jax.Array:

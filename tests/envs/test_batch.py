@@ -127,6 +127,21 @@ def test_a_restart_that_copies_is_selected_and_agrees_with_the_gathered_path():
     assert "stablehlo.case" not in hlo
 
 
+def test_the_kth_finished_environment_restarts_from_the_kth_reset_key():
+    # Reset keys are split(key, n + 1)[1:]: whatever their number, key k is the same (so every
+    # reset path agrees), and the first is split(key)[1], the key a batch of one resets from.
+    key = jax.random.key(7)
+    keys = jax.random.key_data(base._reset_keys(key, 9))
+    np.testing.assert_array_equal(keys[:3], jax.random.key_data(base._reset_keys(key, 3)))
+    np.testing.assert_array_equal(keys[0], jax.random.key_data(jax.random.split(key)[1]))
+    # The env restarts each finished environment from its key, in batch order of those finished.
+    env, params, state, _, actions = _batch("CartPole-v1", 8)
+    state = _end_some_episodes(state, params, every=3)  # environments 0, 3 and 6 end
+    _, ts = jax.jit(env.step_batch)(key, state, actions, params)
+    fresh = jax.vmap(env.reset_env, in_axes=(0, None))(base._reset_keys(key, 8), params)[1]
+    np.testing.assert_array_equal(ts.observation[np.array([0, 3, 6])], fresh[:3])
+
+
 def test_step_of_one_environment_is_step_batch_of_one():
     env, params = envs.make("Pendulum-v1")
     state, _ = env.reset(jax.random.key(0), params)
