@@ -31,6 +31,7 @@ from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies.compiling import Compiler, compile_timed
+from jaxrl_fdg.policies.metric_rows import MetricRows
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, Timings
 
 FUSION_MODES = ("eager", "step", "fragment", "iteration", "scan")
@@ -371,20 +372,19 @@ class ScanPlan(Plan):
         self.chunk = chunk
 
     def _run_chunk(self, state: LoopState, n: jax.Array):
-        # The metric buffers need the iteration's output shapes before the loop is traced. One
+        # The metric rows need the iteration's output shapes before the loop is traced. One
         # jitted iteration serves both: its trace for the shapes is cached, and the loop body's
         # call reuses it instead of tracing the whole iteration a second time.
         iteration = jax.jit(self.loop.iteration)
         _, shapes = iteration.trace(state).out_info
-        buffers = jax.tree.map(lambda s: jnp.zeros((self.chunk, *s.shape), s.dtype), shapes)
+        self._rows = rows = MetricRows(shapes)
 
         def body(i, carry):
             state, buffers = carry
             state, metrics = iteration(state)
-            buffers = jax.tree.map(lambda b, m: b.at[i].set(m), buffers, metrics)
-            return state, buffers
+            return state, rows.write(buffers, i, metrics)
 
-        return jax.lax.fori_loop(0, n, body, (state, buffers))
+        return jax.lax.fori_loop(0, n, body, (state, rows.zeros(self.chunk)))
 
     def _signatures(self, state):
         return {"scan": (self._run_chunk, (state, jax.ShapeDtypeStruct((), jnp.int32)))}
@@ -397,7 +397,7 @@ class ScanPlan(Plan):
 
     def collect(self, pending):
         buffers, n = pending
-        return {k: v[:n] for k, v in self.timings.device_get(buffers).items()}
+        return self._rows.read(self.timings.device_get(buffers), n)
 
 
 PLANS: dict[str, type[Plan]] = {
