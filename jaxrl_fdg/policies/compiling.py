@@ -28,6 +28,7 @@ RUN_ONCE_OPTIONS = {
     "xla_backend_optimization_level": 0,
     "xla_llvm_disable_expensive_passes": True,
     "xla_cpu_use_fusion_emitters": False,
+    "xla_cpu_parallel_codegen_split_count": 1,
 }
 
 # Programs compiled with :data:`RUN_ONCE_OPTIONS`.
