@@ -2,6 +2,8 @@
 learner re-running the actor's sequences exactly, minibatches of whole env sequences, the
 bootstrap value, evaluation, and that memory solves a task feed-forward PPO cannot."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,7 +42,7 @@ def _rollouts(config, n=2):
     the policy and the resolved config."""
     resolved = resolve(config)
     loop = rl.build_loop(resolved)
-    state = loop.init(jax.random.key(0))
+    state = jax.jit(loop.init)(jax.random.key(0))
     rollout = jax.jit(loop.rollout)
     for _ in range(n):
         state, trajectory, _ = rollout(state)
@@ -62,12 +64,12 @@ def test_actor_keeps_and_resets_memory_where_episodes_start(cartpole):
     assert start[1:].any() and (np.abs(memory[start]) == 0).all()
     assert (np.abs(memory[~start]).sum(-1) > 0).all()
     # Elsewhere it is the memory the previous step left: the network from the memory before.
-    params = state.fragments["learner"].params
-    after, _ = policy.net.apply(params, memory[:-1], traj.observation[:-1])
+    params, apply = state.fragments["learner"].params, jax.jit(policy.net.apply)
+    after, _ = apply(params, memory[:-1], traj.observation[:-1])
     kept = ~start[1:]
     np.testing.assert_allclose(memory[1:][kept], np.asarray(after)[kept], rtol=1e-6, atol=1e-7)
     # The actor's state is the memory after the rollout's last step.
-    last, _ = policy.net.apply(params, memory[-1], traj.observation[-1])
+    last, _ = apply(params, memory[-1], traj.observation[-1])
     np.testing.assert_allclose(state.fragments["actor"].memory, last, rtol=1e-6, atol=1e-7)
 
 
@@ -95,7 +97,7 @@ def test_learner_reproduces_the_actor_bit_for_bit(case):
 def test_first_update_of_ppo_sees_ratio_one():
     # One epoch of one minibatch: its metrics are the first update's, at the rollout's params.
     loop = rl.build_loop(resolve(_config(num_minibatches=1)))
-    state = loop.init(jax.random.key(1))
+    state = jax.jit(loop.init)(jax.random.key(1))
     _, metrics = jax.jit(loop.iteration)(state)
     assert float(metrics["approx_kl"]) == 0.0 and float(metrics["clip_fraction"]) == 0.0
 
@@ -103,17 +105,17 @@ def test_first_update_of_ppo_sees_ratio_one():
 def test_bootstrap_value_uses_the_memory_before_the_reset(cartpole):
     traj, state, policy, _ = cartpole
     params = state.fragments["learner"].params
-    value_next = np.asarray(policy.next_values(params, traj))
+    value_next = np.asarray(jax.jit(policy.next_values)(params, traj))
     memory = traj.extras["memory"]
     done = np.asarray(traj.terminated | traj.truncated)
     t, b = map(int, np.argwhere(done[:-1])[0])
     # The ended episode's memory after step t (the next step's memory is reset to zeros) ...
-    after, _ = policy.net.apply(params, memory[t, b], traj.observation[t, b])
-    v_final = policy.net.apply(params, after, traj.next_observation[t, b], method="value")
+    apply = jax.jit(policy.net.apply)
+    value = jax.jit(functools.partial(policy.net.apply, method="value"))
+    after, _ = apply(params, memory[t, b], traj.observation[t, b])
+    v_final = value(params, after, traj.next_observation[t, b])
     np.testing.assert_allclose(value_next[t, b], v_final, rtol=1e-5, atol=1e-6)
-    v_reset = policy.net.apply(
-        params, memory[t + 1, b], traj.next_observation[t, b], method="value"
-    )
+    v_reset = value(params, memory[t + 1, b], traj.next_observation[t, b])
     assert abs(float(v_final) - float(v_reset)) > 1e-6
     # ... and where the episode goes on, the value the actor computes at the next step.
     going_on = ~done[:-1]
@@ -162,7 +164,7 @@ def test_hyperparameters_and_minibatch_count_are_checked():
 def test_evaluation_carries_the_policys_memory():
     resolved = resolve(_config())
     loop = rl.build_loop(resolved)
-    params = loop.init(jax.random.key(0)).fragments["learner"].params
+    params = jax.jit(loop.init)(jax.random.key(0)).fragments["learner"].params
     frag = evaluator(resolved.env, resolved.env_params, loop.policy, 3, memory=loop.policy_memory)
     _, out = jax.jit(frag.apply)(rl.EmptyState(), {"params": params}, jax.random.key(0))
     assert float(out["eval_length"]) >= 8
@@ -170,7 +172,7 @@ def test_evaluation_carries_the_policys_memory():
     # The memory is carried: the deterministic policy acts from it, step after step.
     obs = jnp.ones((3, 4))
     memory = loop.policy_memory(3)
-    actions, memory = loop.policy(params, obs, memory)
+    actions, memory = jax.jit(loop.policy)(params, obs, memory)
     assert actions.shape == (3,) and float(jnp.abs(memory).max()) > 0
 
 

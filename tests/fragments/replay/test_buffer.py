@@ -10,6 +10,13 @@ from jaxrl_fdg.fragments import replay
 EXAMPLE = {"obs": jnp.zeros(3), "action": jnp.int32(0), "reward": jnp.float32(0)}
 
 
+def _compiled(buffer):
+    """``buffer`` with its functions jitted: called op by op, each test compiled dozens of one-op
+    programs."""
+    names = ("add", "sample", "update_priorities", "can_sample")
+    return buffer._replace(**{name: jax.jit(getattr(buffer, name)) for name in names})
+
+
 def _batch(start, n):
     return {
         "obs": jnp.tile(jnp.arange(start, start + n, dtype=jnp.float32)[:, None], (1, 3)),
@@ -20,7 +27,7 @@ def _batch(start, n):
 
 @pytest.mark.parametrize("make", [replay.make_uniform, replay.make_prioritized])
 def test_ring_writes_are_contiguous_and_wrap(make):
-    buffer = make(capacity=8, batch_size=4)
+    buffer = _compiled(make(capacity=8, batch_size=4))
     state = buffer.init(EXAMPLE)
     assert not bool(buffer.can_sample(state))
     state = buffer.add(state, _batch(0, 6))
@@ -38,8 +45,10 @@ def test_ring_writes_are_contiguous_and_wrap(make):
 def test_importance_weights_known_answer():
     # Priorities after updates with α = 1, ε = 0: p = |δ| = [1, 3] on slots 0, 1 (others 0).
     # P = [1/4, 3/4]; N = 2 stored; β = 1: w = (N·P)^−1 = [2, 2/3]; / max → [1, 1/3].
-    buffer = replay.make_prioritized(
-        capacity=4, batch_size=64, alpha=1.0, epsilon=0.0, arity=2, min_size=1
+    buffer = _compiled(
+        replay.make_prioritized(
+            capacity=4, batch_size=64, alpha=1.0, epsilon=0.0, arity=2, min_size=1
+        )
     )
     state = buffer.add(buffer.init(EXAMPLE), _batch(0, 2))
     state = buffer.update_priorities(
@@ -59,7 +68,9 @@ def test_importance_weights_known_answer():
 
 
 def test_new_transitions_enter_at_the_largest_priority():
-    buffer = replay.make_prioritized(capacity=8, batch_size=2, alpha=1.0, epsilon=0.0, arity=2)
+    buffer = _compiled(
+        replay.make_prioritized(capacity=8, batch_size=2, alpha=1.0, epsilon=0.0, arity=2)
+    )
     state = buffer.add(buffer.init(EXAMPLE), _batch(0, 2))
     state = buffer.update_priorities(state, jnp.array([0]), state.writes[:1], jnp.array([5.0]))
     state = buffer.add(state, _batch(2, 1))
@@ -67,7 +78,9 @@ def test_new_transitions_enter_at_the_largest_priority():
 
 
 def test_stale_priority_updates_are_dropped_after_overwrite():
-    buffer = replay.make_prioritized(capacity=4, batch_size=4, alpha=1.0, epsilon=0.0, arity=2)
+    buffer = _compiled(
+        replay.make_prioritized(capacity=4, batch_size=4, alpha=1.0, epsilon=0.0, arity=2)
+    )
     state = buffer.add(buffer.init(EXAMPLE), _batch(0, 4))
     sample = buffer.sample(state, jax.random.key(0))
     state = buffer.add(state, _batch(4, 2))  # slots 0 and 1 overwritten after sampling
@@ -78,7 +91,9 @@ def test_stale_priority_updates_are_dropped_after_overwrite():
 
 
 def test_stale_updates_do_not_raise_the_max_priority():
-    buffer = replay.make_prioritized(capacity=2, batch_size=2, alpha=1.0, epsilon=0.0, arity=2)
+    buffer = _compiled(
+        replay.make_prioritized(capacity=2, batch_size=2, alpha=1.0, epsilon=0.0, arity=2)
+    )
     state = buffer.add(buffer.init(EXAMPLE), _batch(0, 2))
     sample = buffer.sample(state, jax.random.key(0))
     state = buffer.add(state, _batch(2, 2))  # both slots overwritten
@@ -88,7 +103,9 @@ def test_stale_updates_do_not_raise_the_max_priority():
 
 
 def test_priority_exponent():
-    buffer = replay.make_prioritized(capacity=4, batch_size=2, alpha=0.5, epsilon=0.0, arity=2)
+    buffer = _compiled(
+        replay.make_prioritized(capacity=4, batch_size=2, alpha=0.5, epsilon=0.0, arity=2)
+    )
     state = buffer.add(buffer.init(EXAMPLE), _batch(0, 2))
     state = buffer.update_priorities(
         state, jnp.array([0, 1]), state.writes[:2], jnp.array([4.0, 9.0])
