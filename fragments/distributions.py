@@ -23,7 +23,7 @@ def categorical_log_prob(logits: jax.Array, actions: jax.Array) -> jax.Array:
     same numbers, and the gradient is a select that fuses with its neighbours instead of a
     scatter-add, which XLA compiles as kernels of their own."""
     log_probs = jax.nn.log_softmax(logits)
-    chosen = jnp.arange(logits.shape[-1]) == actions[..., None]
+    chosen = jnp.arange(logits.shape[-1]) == actions[..., None].astype(jnp.int32)
     return jnp.sum(jnp.where(chosen, log_probs, 0.0), axis=-1)
 
 

@@ -17,7 +17,8 @@ from jaxrl_fdg.profiling.timers import Timings
 # XLA options for programs that run once (``init``), where how fast they run does not matter: no
 # LLVM optimisation of their kernels, and on CPU XLA's older kernel emitters, which generate
 # simpler code than the MLIR fusion emitters and do it in half the CPU time (the default PPO's
-# init: 0.3 s against 0.5 s alone). The numbers are not those of the same ops fully optimised:
+# init: 0.3 s against 0.5 s alone), all in one LLVM module rather than split for parallel
+# codegen (about 20% less CPU again). The numbers are not those of the same ops fully optimised:
 # LLVM's instruction choices and the two emitters' transcendental functions round the last bits
 # of a float differently (an MJX reset's kinematics, the lagged loop's first rollout, DQN's
 # initialisers vmapped over data-parallel shards; docs/decisions.md says what stays the same).
