@@ -1,9 +1,10 @@
-"""Host simulators: any gymnasium-API environment (numpy, C++, anything) as the env fragment.
+"""Host simulators: any gymnasium-API environment (numpy, C++, anything), stepped on the host.
 
 The simulators live on the host as a :class:`HostBatch`: one Python object per environment for
 gymnasium (:class:`GymnasiumBatch`), or one EnvPool stepping every environment in its own C++
-threads (:mod:`jaxrl_fdg.envs.envpool_adapter`). The fragment's state on the device is only a
-handle to the batch plus the observation and episode statistics. How they are stepped follows the
+threads (:mod:`jaxrl_fdg.envs.envpool_adapter`). The env fragment around them
+(:func:`jaxrl_fdg.core.env_fragment.host_env_fragment`) holds only a handle to the batch plus
+the observation and episode statistics. How they are stepped follows the
 fusion mode, with no change to the algorithm:
 
 * split modes (``eager``, ``step``): the env step is not compiled; it runs in Python between the
@@ -32,14 +33,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.experimental import io_callback
 
-from jaxrl_fdg.core.env_fragment import batched_env_fragment
-from jaxrl_fdg.core.fragment import Fragment
-from jaxrl_fdg.envs.base import TimeStep
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
@@ -171,51 +166,23 @@ class GymnasiumBatch:
             env.close()
 
 
-def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env") -> Fragment:
-    """``num_envs`` host environments as an env fragment (same edges as the JAX env fragment;
-    the state's ``env`` field holds the handle of this run's simulators)."""
-    obs_space = simulator.observation_space
-    obs_shape = (num_envs, *obs_space.shape)
-    obs_struct = jax.ShapeDtypeStruct(obs_shape, jnp.float32)
-    batch = (num_envs,)
-
-    def host_reset(seed):
-        simulators = simulator.make_batch(num_envs, int(seed))
-        obs = np.asarray(simulators.reset(), np.float32).reshape(obs_shape)
-        with _LOCK:
-            handle = next(_HANDLES)
-            _SIMULATORS[handle] = simulators
-        return np.int32(handle), obs
-
-    def init(key):
-        seed = jax.random.randint(key, (), 0, 2**30)
-        return io_callback(
-            host_reset, (jax.ShapeDtypeStruct((), jnp.int32), obs_struct), seed, ordered=True
-        )
-
-    def step(handle, action, key):
-        del key  # the simulators keep their own random streams, seeded at init
-        results = (
-            obs_struct,
-            jax.ShapeDtypeStruct(batch, jnp.float32),
-            jax.ShapeDtypeStruct(batch, jnp.bool_),
-            jax.ShapeDtypeStruct(batch, jnp.bool_),
-            obs_struct,
-        )
-        obs, reward, terminated, truncated, final = io_callback(
-            step_simulators, results, handle, action, ordered=True
-        )
-        return handle, TimeStep(obs, reward, terminated, truncated, final)
-
-    return batched_env_fragment(name, num_envs, init, step, placement="host")
+def open_simulators(simulator: HostSimulator, num_envs: int, seed: int) -> tuple[int, np.ndarray]:
+    """Make and reset ``num_envs`` environments of ``simulator`` (environment ``i`` seeded with
+    ``seed + i``); returns the handle of the batch and its first observations."""
+    simulators = simulator.make_batch(num_envs, int(seed))
+    observation = np.asarray(simulators.reset(), np.float32)
+    with _LOCK:
+        handle = next(_HANDLES)
+        _SIMULATORS[handle] = simulators
+    return handle, observation
 
 
 def step_simulators(handle: Any, actions: Any) -> StepArrays:
     """One step of the environments behind ``handle`` on the host: :meth:`HostBatch.send`, then
     :meth:`HostBatch.recv`.
 
-    The env fragment calls this through an ``io_callback``; a plan that steps the simulators
-    itself (the ``host_env`` placement) calls it directly, so both compute the same step.
+    The env fragment calls this through an ``io_callback`` inside a compiled program, and
+    directly where a plan steps host fragments between programs, so both compute the same step.
     """
     simulators = _SIMULATORS[int(handle)]
     simulators.send(np.asarray(actions))

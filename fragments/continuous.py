@@ -283,9 +283,10 @@ def build(
         warm = exploration.warming_up(steps, hp.learning_starts)
         return steps + batch, {"action": jnp.where(warm, random, policy).astype(space.dtype)}
 
-    actor, learner = offpolicy.actor_and_learner(act, init, learn, published, learner_inputs)
+    actor, learner = offpolicy.actor_and_learner(ctx, act, init, learn, published, learner_inputs)
 
     def policy(params, observation):
         return env_action(mode(*offpolicy.standardized(moments, params, observation)), ctx)
 
-    return Algorithm(name, actor, learner, offpolicy.off_policy(ctx, hp.gamma), policy, extra=extra)
+    replay = offpolicy.replay(ctx, hp.gamma)
+    return Algorithm(name, actor, learner, policy, extra=(replay, *extra))

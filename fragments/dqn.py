@@ -189,10 +189,9 @@ def build_q_learning(ctx: AlgorithmContext, name: str, head: QHead) -> Algorithm
         return DQNState(params, params, tx.init(params), jnp.zeros((), jnp.int32))
 
     learn = _learner(head, tx, hp)
-    actor, learner = offpolicy.actor_and_learner(act, init, learn, lambda state: state.params)
-
+    actor, learner = offpolicy.actor_and_learner(ctx, act, init, learn, lambda state: state.params)
     greedy = exploration.greedy_policy(head.q_values)
-    return Algorithm(name, actor, learner, offpolicy.off_policy(ctx, hp.gamma), greedy)
+    return Algorithm(name, actor, learner, greedy, extra=(offpolicy.replay(ctx, hp.gamma),))
 
 
 def _learner(head: QHead, tx: optax.GradientTransformation, hp: DQNConfig):

@@ -3,7 +3,10 @@ turns rollouts into n-step experience, and the update-to-data schedule.
 
 An off-policy algorithm (DQN, SAC, TD3, DDPG) supplies an actor and a learner whose ``apply``
 reads the edge ``batch`` (a :class:`~jaxrl_fdg.fragments.replay.Sample` of :class:`Experience`)
-and outputs ``metrics`` and ``td_error``; :func:`off_policy` builds the rest.
+and outputs ``metrics`` and ``td_error``. :func:`replay` builds the replay fragment and
+:func:`update_rounds` the learner's cadence: ``utd_ratio × B × T`` rounds per iteration once the
+warm-up is over, each one the replay's ``sample`` → the learner → the replay's ``update`` (new
+priorities from the ``td_error``), an order the graph derives from those edges.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import AlgorithmContext, OffPolicy, hparam
+from jaxrl_fdg.core.algorithm import AlgorithmContext, hparam
+from jaxrl_fdg.core.cadence import Condition, Rounds, condition, rounds
 from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
@@ -146,9 +150,12 @@ def example_experience(ctx: AlgorithmContext) -> Experience:
     return Experience(observation, jnp.zeros(act_space.shape, dtype), scalar, scalar, observation)
 
 
-def off_policy(ctx: AlgorithmContext, gamma: float) -> OffPolicy:
-    """The replay fragment and the update schedule from :class:`OffPolicyConfig` fields of
-    ``ctx.hparams``; ``gamma`` discounts the n-step returns."""
+def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
+    """The replay fragment from :class:`OffPolicyConfig` fields of ``ctx.hparams``: its
+    ``apply`` stores each rollout as n-step experience (``gamma`` discounts the returns), its
+    ``sample`` method writes the ``batch`` of a round, its ``update`` method takes the
+    ``td_error`` as new priorities. It publishes ``replay_size`` and ``replay_ready`` (enough
+    stored to sample a batch)."""
     hp = ctx.hparams
     if hp.replay == "prioritized":
         buffer = make_prioritized(
@@ -173,20 +180,38 @@ def off_policy(ctx: AlgorithmContext, gamma: float) -> OffPolicy:
         batch = inputs["batch"]
         return buffer.update_priorities(state, batch.indices, batch.writes, inputs["td_error"]), {}
 
-    replay = fragment(
+    return fragment(
         "replay",
         Role.REPLAY,
         store,
         init=lambda key: buffer.init(example),
         inputs=("trajectory",),
-        publish=lambda state: {"replay_size": state.size},
-        published=("replay_size",),
+        publish=lambda state: {"replay_size": state.size, READY: buffer.can_sample(state)},
+        published=("replay_size", READY),
         methods=(
             Method("sample", sample, inputs=("env_steps",), outputs=("batch",)),
             Method("update", update, inputs=("batch", "td_error")),
         ),
     )
-    return OffPolicy(replay, updates_per_iteration(ctx), hp.learning_starts, buffer.can_sample)
+
+
+# The edge on which the replay publishes whether it holds enough to sample a batch.
+READY = "replay_ready"
+
+
+def warmed_up(learning_starts: int) -> Condition:
+    """Once ``learning_starts`` env steps have been collected and the replay can sample."""
+    return condition(
+        lambda edges: (edges["env_steps"] >= learning_starts) & edges[READY],
+        ("env_steps", READY),
+        f"env_steps >= {learning_starts} and the replay is ready",
+    )
+
+
+def update_rounds(ctx: AlgorithmContext) -> Rounds:
+    """An off-policy learner's cadence: :func:`updates_per_iteration` rounds per iteration once
+    it has :func:`warmed_up`."""
+    return rounds(updates_per_iteration(ctx), when=warmed_up(ctx.hparams.learning_starts))
 
 
 def update_target(target: Any, online: Any, updates: jax.Array, tau: float, period: int) -> Any:
@@ -202,14 +227,19 @@ def update_target(target: Any, online: Any, updates: jax.Array, tau: float, peri
 
 
 def actor_and_learner(
-    act: Any, init: Any, learn: Any, params: Any, inputs: tuple[str, ...] = ()
+    ctx: AlgorithmContext,
+    act: Any,
+    init: Any,
+    learn: Any,
+    params: Any,
+    inputs: tuple[str, ...] = (),
 ) -> tuple[Fragment, Fragment]:
     """The two fragments every off-policy algorithm declares alike.
 
     The actor's state counts the env steps taken (``act(steps, inputs, key)`` reads the
-    learner's published ``params`` and the ``observation``); the learner reads ``batch`` (and
-    any further ``inputs``) and outputs ``metrics`` and ``td_error``, publishing
-    ``params(state)`` for the actor.
+    learner's published ``params`` and the ``observation``); the learner runs in
+    :func:`update_rounds`, reads ``batch`` (and any further ``inputs``) and outputs ``metrics``
+    and ``td_error``, publishing ``params(state)`` for the actor.
     """
     actor = exploration.counting_actor(act)
     learner = fragment(
@@ -221,6 +251,7 @@ def actor_and_learner(
         outputs=("metrics", "td_error"),
         publish=lambda state: {"params": params(state)},
         published=("params",),
+        cadence=update_rounds(ctx),
     )
     return actor, learner
 

@@ -26,14 +26,17 @@ from jaxrl_fdg.core import (
     Loop,
     LoopState,
     Method,
-    OffPolicy,
     Role,
     Schedule,
     Transition,
+    condition,
+    every,
     fragment,
     hparam,
+    rounds,
 )
 from jaxrl_fdg.core import algorithm as algorithm
+from jaxrl_fdg.core.cadence import ITERATION, STEP
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import FUSION_MODES, Placement, make_plan
 from jaxrl_fdg.run import RunResult, build_loop, evaluate, make_train, train
@@ -42,6 +45,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FUSION_MODES",
+    "ITERATION",
+    "STEP",
     "Algorithm",
     "AlgorithmContext",
     "AlgorithmSpec",
@@ -54,7 +59,6 @@ __all__ = [
     "Loop",
     "LoopState",
     "Method",
-    "OffPolicy",
     "Placement",
     "Role",
     "RunResult",
@@ -63,11 +67,14 @@ __all__ = [
     "Transition",
     "algorithm",
     "build_loop",
+    "condition",
     "evaluate",
+    "every",
     "fragment",
     "hparam",
     "make_plan",
     "make_train",
     "resolve",
+    "rounds",
     "train",
 ]

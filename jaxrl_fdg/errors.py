@@ -7,3 +7,9 @@ class ConfigError(ValueError):
     The message names the offending value and, where there is a finite set, the valid choices.
     The CLI turns it into a one-line error and exit status 2.
     """
+
+
+class GraphError(ConfigError):
+    """Fragments that do not form a graph the loop can run: a bad declaration, an input edge
+    nothing feeds, a cycle, an order the edges leave ambiguous. Raised when the graph is built,
+    before anything is traced; the message names the fragments and edges involved."""

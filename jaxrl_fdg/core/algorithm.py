@@ -1,8 +1,8 @@
 """What an algorithm is: fragments built from a context, plus a registry of algorithms by name.
 
-An algorithm supplies an actor and a learner fragment (and, off-policy, a replay); the
-environment fragment comes from the environment registry. Algorithms never see the fusion mode
-or the placement: the same ``build`` serves all of them. A placement that needs the learners'
+An algorithm supplies an actor, a primary learner and any further fragments (a replay, more
+learners, transforms); the environment fragment comes from the environment registry.
+Algorithms never see the fusion mode or the placement: the same ``build`` serves all of them. A placement that needs the learners'
 gradients combined (data parallelism) says so through the context, and learners take their
 optimizer from :meth:`AlgorithmContext.optimizer`, so the combination cannot be forgotten.
 """
@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import optax
 
+from jaxrl_fdg import plugins
 from jaxrl_fdg.core.fragment import Fragment, Role
-from jaxrl_fdg.envs.spaces import Space
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, GraphError
+
+if TYPE_CHECKING:
+    from jaxrl_fdg.envs.spaces import Space
 
 
 def _identity(tree: Any) -> Any:
@@ -77,26 +79,17 @@ class AlgorithmContext:
         )
 
 
-class OffPolicy(NamedTuple):
-    """How an off-policy learner is fed: from ``replay`` (a fragment whose ``apply`` stores the
-    ``trajectory`` and whose methods ``sample`` a ``batch`` and ``update`` priorities from the
-    learner's ``td_error``), ``updates_per_iteration`` times per rollout, once
-    ``learning_starts`` env steps have been collected and ``can_sample(replay state)`` holds."""
-
-    replay: Fragment
-    updates_per_iteration: int
-    learning_starts: int
-    can_sample: Callable[[Any], Any]
-
-
 class Algorithm(NamedTuple):
     """The algorithm-specific fragments of the graph.
 
-    An on-policy algorithm's learner reads the edge ``trajectory`` once per rollout. An
-    off-policy one (``off_policy`` set) reads ``batch``, drawn from the replay, and outputs
-    ``td_error`` for the replay's priorities. ``extra`` holds further fragments of any role
-    (``transform`` for a node the core has never heard of): the graph schedules them by their
-    edges (see :mod:`jaxrl_fdg.core.graph`).
+    ``actor`` acts at every env step (its outputs besides ``action``, log-probabilities or
+    values, are recorded in the trajectory's ``extras``); ``learner`` is the primary learner:
+    its ``metrics`` are logged unprefixed and the ``params`` it publishes are what evaluation
+    plays. ``extra`` holds any further fragments: more learners, a replay, transforms, an
+    evaluator. Each runs as its cadence says (:mod:`jaxrl_fdg.core.cadence`), ordered by the
+    edges it reads (:mod:`jaxrl_fdg.core.graph`); their metrics are logged as
+    ``<fragment>/<metric>``. An off-policy learner declares ``rounds(k, when=...)`` and reads the
+    ``batch`` a replay's ``sample`` method writes (``fragments.offpolicy``).
 
     ``policy(params, observations) -> actions`` is the deterministic policy used for evaluation
     (the most probable action, or the mean of a Gaussian), on the learner's published ``params``.
@@ -109,29 +102,35 @@ class Algorithm(NamedTuple):
     name: str
     actor: Fragment
     learner: Fragment
-    off_policy: OffPolicy | None = None
     policy: Callable[..., Any] | None = None
     extra: tuple[Fragment, ...] = ()
     policy_memory: Callable[[int], Any] | None = None
 
     @property
     def fragments(self) -> tuple[Fragment, ...]:
-        """Actor, learner, the replay if any, then ``extra``."""
-        replay = (self.off_policy.replay,) if self.off_policy is not None else ()
-        return (self.actor, self.learner, *replay, *self.extra)
+        """Actor, learner, then ``extra``."""
+        return (self.actor, self.learner, *self.extra)
 
     def with_fragments(self, *fragments: Fragment) -> Algorithm:
         """This algorithm with ``fragments`` added to its graph."""
         return self._replace(extra=(*self.extra, *fragments))
 
     def check(self) -> None:
-        pairs = [(self.actor, Role.ACTOR), (self.learner, Role.LEARNER)]
-        if self.off_policy is not None:
-            pairs.append((self.off_policy.replay, Role.REPLAY))
-        for frag, role in pairs:
+        for frag, role in ((self.actor, Role.ACTOR), (self.learner, Role.LEARNER)):
+            if not isinstance(frag, Fragment):
+                raise GraphError(
+                    f"algorithm {self.name!r}: its {role.value} must be a Fragment, got "
+                    f"{type(frag).__name__}"
+                )
             if frag.role is not role:
-                raise ValueError(
+                raise GraphError(
                     f"fragment {frag.name!r} has role {frag.role.value}, expected {role.value}"
+                )
+        for frag in self.extra:
+            if not isinstance(frag, Fragment):
+                raise GraphError(
+                    f"algorithm {self.name!r}: extra fragments must be Fragments, got "
+                    f"{type(frag).__name__}"
                 )
 
 
@@ -160,37 +159,46 @@ class AlgorithmSpec(NamedTuple):
     defaults: Mapping[str, Any] = MappingProxyType({})
 
 
-# Built-in algorithms are imported on first use, so importing the core stays light.
-_BUILTIN = {
-    "a2c": "jaxrl_fdg.fragments.a2c:SPEC",
-    "ppo": "jaxrl_fdg.fragments.ppo:SPEC",
-    "dqn": "jaxrl_fdg.fragments.dqn:SPEC",
-    "c51": "jaxrl_fdg.fragments.c51:SPEC",
-    "pqn": "jaxrl_fdg.fragments.pqn:SPEC",
-    "sac": "jaxrl_fdg.fragments.sac:SPEC",
-    "td3": "jaxrl_fdg.fragments.dpg:TD3_SPEC",
-    "ddpg": "jaxrl_fdg.fragments.dpg:DDPG_SPEC",
-}
-_REGISTRY: dict[str, AlgorithmSpec] = {}
+_REGISTRY: dict[str, AlgorithmSpec] = {}  # registered in this process
 
 
 def register(spec: AlgorithmSpec) -> None:
-    if spec.name in _REGISTRY or spec.name in _BUILTIN:
-        raise ValueError(f"algorithm {spec.name!r} is already registered")
+    """Make ``spec`` reachable by its name in this process (``rl.train``, ``jaxrl-fdg`` called
+    from Python). A name taken by a built-in, an installed entry point or an earlier
+    registration is refused. From the command line a user algorithm is named by reference
+    (``--algo package.module:SPEC``) or by an entry point (:mod:`jaxrl_fdg.plugins`)."""
+    if not isinstance(spec, AlgorithmSpec):
+        raise ConfigError(f"register takes an AlgorithmSpec, got {type(spec).__name__}")
+    if spec.name in _REGISTRY or spec.name in plugins.entry_points(plugins.ALGORITHMS):
+        raise ConfigError(f"algorithm {spec.name!r} is already registered")
     _REGISTRY[spec.name] = spec
 
 
 def registered() -> tuple[str, ...]:
-    return tuple(sorted({*_BUILTIN, *_REGISTRY}))
+    """Every algorithm name: installed entry points (the built-ins among them) and this
+    process's registrations."""
+    return tuple(sorted({*plugins.entry_points(plugins.ALGORITHMS), *_REGISTRY}))
 
 
 def get(name: str) -> AlgorithmSpec:
-    """The spec registered as ``name``; a :class:`ConfigError` naming close matches otherwise."""
-    if name in _BUILTIN:
-        module, attr = _BUILTIN[name].split(":")
-        return getattr(importlib.import_module(module), attr)
+    """The spec ``name`` names: a reference (``package.module:SPEC``, ``path/file.py:SPEC``), an
+    entry point of group ``jaxrl_fdg.algorithms`` (built-ins included), or a registration; a
+    :class:`ConfigError` naming close matches otherwise."""
+    if plugins.split_reference(name) is not None:
+        return plugins.load(name, AlgorithmSpec, f"--algo {name}")
     if name in _REGISTRY:
         return _REGISTRY[name]
+    if name in plugins.entry_points(plugins.ALGORITHMS):
+        spec = plugins.load_entry_point(plugins.ALGORITHMS, name)
+        if not isinstance(spec, AlgorithmSpec):
+            raise ConfigError(
+                f"entry point {name!r} of {plugins.ALGORITHMS} is a {type(spec).__name__}, "
+                "not an AlgorithmSpec"
+            )
+        return spec
     close = difflib.get_close_matches(name, registered(), n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    raise ConfigError(f"unknown algorithm {name!r}{hint} (valid: {', '.join(registered())})")
+    raise ConfigError(
+        f"unknown algorithm {name!r}{hint} (valid: {', '.join(registered())}, or "
+        "package.module:SPEC)"
+    )

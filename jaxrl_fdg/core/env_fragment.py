@@ -1,15 +1,22 @@
-"""Wrap a vectorised :class:`~jaxrl_fdg.envs.Environment` as the graph's ``env`` fragment."""
+"""The graph's ``env`` fragment: a vectorised :class:`~jaxrl_fdg.envs.Environment`, or a batch
+of host simulators (:mod:`jaxrl_fdg.envs.host`), with running episode statistics."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.experimental import io_callback
 
-from jaxrl_fdg.core.fragment import Fragment, Role, fragment
-from jaxrl_fdg.envs.base import Environment, EpisodeState, TimeStep
+from jaxrl_fdg.core.fragment import ApplyFn, Fragment, Role, fragment
+from jaxrl_fdg.envs.base import EpisodeState, TimeStep
+
+if TYPE_CHECKING:
+    from jaxrl_fdg.envs.base import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
 
 ENV_OUTPUTS = (
     "reward",
@@ -62,6 +69,7 @@ def batched_env_fragment(
     init: Callable[[jax.Array], tuple[Any, jax.Array]],
     step: Callable[[Any, jax.Array, jax.Array], tuple[Any, TimeStep]],
     placement: str = "device",
+    host_apply: ApplyFn | None = None,
 ) -> Fragment:
     """The env fragment around any batched simulator: episode statistics, edges, publishing.
 
@@ -70,6 +78,7 @@ def batched_env_fragment(
       step: ``(simulator state, action [B, ...], key) -> (simulator state, TimeStep of [B])``,
         auto-resetting finished episodes itself.
       placement: ``"device"`` or ``"host"`` (see :class:`~jaxrl_fdg.core.fragment.Fragment`).
+      host_apply: for a host simulator, ``apply`` in numpy (see ``Fragment.host_apply``).
     """
 
     def init_state(key: jax.Array) -> EnvFragmentState:
@@ -91,6 +100,7 @@ def batched_env_fragment(
         publish=publish,
         published=PUBLISHED,
         placement=placement,
+        host_apply=host_apply,
     )
 
 
@@ -115,19 +125,22 @@ def publish(state: EnvFragmentState) -> dict[str, jax.Array]:
 
 
 def record_step(
-    state: EnvFragmentState, sim_state: Any, ts: TimeStep
+    state: EnvFragmentState, sim_state: Any, ts: TimeStep, xp: Any = jnp
 ) -> tuple[EnvFragmentState, dict[str, jax.Array]]:
     """The env fragment's new state and outputs after the simulator stepped: running episode
     statistics (reset where an episode ended), and the step's edges (``episode_return`` and
-    ``episode_length`` hold the ended episodes' totals where ``terminated | truncated``)."""
-    done = jnp.logical_or(ts.terminated, ts.truncated)
+    ``episode_length`` hold the ended episodes' totals where ``terminated | truncated``).
+
+    ``xp`` is ``jax.numpy``, or ``numpy`` for a host simulator stepped outside a compiled
+    program: the same float32 and int32 arithmetic, so the same bits."""
+    done = xp.logical_or(ts.terminated, ts.truncated)
     ep_return = state.episode_return + ts.reward
     ep_length = state.episode_length + 1
     new_state = EnvFragmentState(
         sim_state,
         ts.observation,
-        jnp.where(done, 0.0, ep_return),
-        jnp.where(done, 0, ep_length),
+        xp.where(done, 0.0, ep_return),
+        xp.where(done, 0, ep_length),
     )
     outputs = {
         "reward": ts.reward,
@@ -138,3 +151,47 @@ def record_step(
         "episode_length": ep_length,
     }
     return new_state, outputs
+
+
+def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env") -> Fragment:
+    """``num_envs`` host environments as an env fragment (the same edges as a JAX env
+    fragment; the state's ``env`` field holds the handle of this run's simulators).
+
+    Inside a compiled program its ``apply`` steps the simulators through an ordered
+    ``io_callback``; its ``host_apply`` does the same step in numpy, for plans that step host
+    fragments between compiled programs."""
+    from jaxrl_fdg.envs import host
+
+    obs_shape = (num_envs, *simulator.observation_space.shape)
+    obs_struct = jax.ShapeDtypeStruct(obs_shape, jnp.float32)
+    batch = (num_envs,)
+
+    def host_reset(seed):
+        handle, observation = host.open_simulators(simulator, num_envs, int(seed))
+        return np.int32(handle), observation.reshape(obs_shape)
+
+    def init(key):
+        seed = jax.random.randint(key, (), 0, 2**30)
+        return io_callback(
+            host_reset, (jax.ShapeDtypeStruct((), jnp.int32), obs_struct), seed, ordered=True
+        )
+
+    def step(handle, action, key):
+        del key  # the simulators keep their own random streams, seeded at init
+        results = (
+            obs_struct,
+            jax.ShapeDtypeStruct(batch, jnp.float32),
+            jax.ShapeDtypeStruct(batch, jnp.bool_),
+            jax.ShapeDtypeStruct(batch, jnp.bool_),
+            obs_struct,
+        )
+        arrays = io_callback(host.step_simulators, results, handle, action, ordered=True)
+        return handle, TimeStep(*arrays)
+
+    def host_apply(state: EnvFragmentState, inputs, key):
+        del key
+        state = jax.tree.map(np.asarray, state)
+        arrays = host.step_simulators(state.env, np.asarray(inputs["action"]))
+        return record_step(state, state.env, TimeStep(*arrays), xp=np)
+
+    return batched_env_fragment(name, num_envs, init, step, "host", host_apply)

@@ -13,7 +13,12 @@ Fragments talk only through named edges:
   close without a special first value;
 * ``methods``: further entry points over the same state, each with inputs and outputs of its own
   (a replay's ``sample`` and ``update`` beside its ``apply``, which stores). The graph schedules
-  each one where its edges say, and every call runs under the fragment's named scope.
+  each one where its cadence and its edges say, and every call runs under the fragment's named
+  scope;
+* ``cadence`` (of ``apply``, and of each method): how often it runs, every env step, every
+  iteration, every ``n`` iterations or in ``k`` rounds per iteration
+  (:mod:`jaxrl_fdg.core.cadence`); left ``None``, the graph derives it from the role and the
+  edges.
 
 Fragments contain no parallelism and no compilation: no ``jit``, no ``pmean``, no device names.
 Where and how they run is the business of a fusion or placement policy (``jaxrl_fdg.policies``).
@@ -26,16 +31,19 @@ from typing import Any, NamedTuple
 
 import jax
 
+from jaxrl_fdg.core.cadence import Cadence
 from jaxrl_fdg.core.types import ApplyFn, Edges, InitFn, PublishFn, State
+from jaxrl_fdg.errors import GraphError
 
 
 class Role(enum.StrEnum):
     """What part a fragment plays in the RL loop.
 
-    ``env`` and ``actor`` run at every env step; ``learner`` and ``replay`` once per iteration,
-    after the rollout; ``evaluator`` outside training. A ``transform`` is any other node (an
-    observation normaliser, an intrinsic reward): the graph schedules it by its edges alone, at
-    every step if it reads step edges, after the rollout if it reads the ``trajectory``.
+    The role sets the cadence a fragment gets when it declares none: ``env`` and ``actor`` run
+    at every env step; ``learner``, ``replay`` and ``evaluator`` once per iteration, after the
+    rollout. A ``transform`` is any other node (an observation normaliser, an intrinsic reward):
+    it runs where what it reads is made, at every step unless it reads the ``trajectory`` or an
+    edge written after the rollout. Several fragments may share a role (two learners, say).
     """
 
     ENV = "env"
@@ -62,12 +70,17 @@ def _init_empty(key: jax.Array) -> EmptyState:
 
 class Method(NamedTuple):
     """A further entry point of a fragment: ``apply(state, inputs, key) -> (state, outputs)``
-    over the fragment's own state, reading ``inputs`` and writing ``outputs``."""
+    over the fragment's own state, reading ``inputs`` and writing ``outputs``.
+
+    ``cadence`` ``None`` places it by its edges: in the node of the first fragment that reads
+    one of its outputs, else in the node of what writes its inputs, else after the rollout (a
+    replay's ``sample`` joins the rounds of the learner that reads its ``batch``)."""
 
     name: str
     apply: ApplyFn
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    cadence: Cadence | None = None
 
 
 class Fragment(NamedTuple):
@@ -86,6 +99,12 @@ class Fragment(NamedTuple):
         (calls back into host code, e.g. a gymnasium simulator: split fusion modes run it
         uncompiled in Python between compiled calls).
       methods: further entry points (:class:`Method`), by name.
+      cadence: how often ``apply`` runs (:mod:`jaxrl_fdg.core.cadence`); ``None`` derives it
+        from the role and the edges.
+      host_apply: for placement ``"host"``, ``apply`` computed in numpy on numpy inputs: what
+        the plans that step host fragments between compiled programs call (``apply`` itself
+        reaches the host through a callback inside a compiled program). ``None``: they call
+        ``apply`` uncompiled.
     """
 
     name: str
@@ -98,16 +117,23 @@ class Fragment(NamedTuple):
     published: tuple[str, ...] = ()
     placement: str = "device"
     methods: tuple[Method, ...] = ()
+    cadence: Cadence | None = None
+    host_apply: ApplyFn | None = None
 
     def method(self, name: str) -> Method:
         """The entry point ``name`` (``"apply"`` is the fragment's own)."""
         if name == "apply":
-            return Method("apply", self.apply, self.inputs, self.outputs)
+            return Method("apply", self.apply, self.inputs, self.outputs, self.cadence)
         for m in self.methods:
             if m.name == name:
                 return m
         valid = ", ".join(["apply", *(m.name for m in self.methods)])
-        raise ValueError(f"fragment {self.name!r} has no method {name!r} (valid: {valid})")
+        raise GraphError(f"fragment {self.name!r} has no method {name!r} (valid: {valid})")
+
+    @property
+    def entry_points(self) -> tuple[Method, ...]:
+        """``apply`` (as a :class:`Method` named ``"apply"``), then the other methods."""
+        return (self.method("apply"), *self.methods)
 
 
 PLACEMENTS = ("device", "host")
@@ -125,25 +151,37 @@ def fragment(
     published: tuple[str, ...] = (),
     placement: str = "device",
     methods: tuple[Method, ...] = (),
+    cadence: Cadence | None = None,
+    host_apply: ApplyFn | None = None,
 ) -> Fragment:
-    """Build a :class:`Fragment`, validating its declaration (a stateless one by default)."""
-    if not name or not name.isidentifier():
-        raise ValueError(f"fragment name must be an identifier, got {name!r}")
+    """Build a :class:`Fragment`, validating its declaration (a stateless one by default).
+
+    Raises :class:`~jaxrl_fdg.errors.GraphError` (a ``ConfigError``) naming what is wrong."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise GraphError(f"fragment name must be an identifier, got {name!r}")
     try:
         role = Role(role)
     except ValueError:
         valid = ", ".join(r.value for r in Role)
-        raise ValueError(f"unknown fragment role {role!r}; valid roles: {valid}") from None
+        raise GraphError(f"unknown fragment role {role!r}; valid roles: {valid}") from None
     if placement not in PLACEMENTS:
-        raise ValueError(f"unknown placement {placement!r}; valid: {', '.join(PLACEMENTS)}")
+        raise GraphError(f"unknown placement {placement!r}; valid: {', '.join(PLACEMENTS)}")
+    if host_apply is not None and placement != "host":
+        raise GraphError(f"fragment {name!r}: host_apply is for placement 'host' only")
     declared = [("inputs", inputs), ("outputs", outputs), ("published", published)]
     declared += [(f"{m.name} {kind}", names) for m in methods for kind, names in _ports(m)]
     for label, names in declared:
+        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+            raise GraphError(
+                f"fragment {name!r}: {label} must be a tuple of edge names, got {names!r}"
+            )
         if len(set(names)) != len(names):
-            raise ValueError(f"fragment {name!r} declares duplicate {label}: {names}")
+            raise GraphError(f"fragment {name!r} declares duplicate {label}: {names}")
     method_names = [m.name for m in methods]
     if len(set(method_names)) != len(method_names) or "apply" in method_names:
-        raise ValueError(f"fragment {name!r}: method names must be unique, not 'apply'")
+        raise GraphError(f"fragment {name!r}: method names must be unique, not 'apply'")
+    for label, declared_cadence in [("apply", cadence), *((m.name, m.cadence) for m in methods)]:
+        _check_cadence(name, label, declared_cadence)
     return Fragment(
         name,
         role,
@@ -154,8 +192,20 @@ def fragment(
         publish,
         tuple(published),
         placement,
-        tuple(Method(m.name, m.apply, tuple(m.inputs), tuple(m.outputs)) for m in methods),
+        tuple(
+            Method(m.name, m.apply, tuple(m.inputs), tuple(m.outputs), m.cadence) for m in methods
+        ),
+        cadence,
+        host_apply,
     )
+
+
+def _check_cadence(name: str, entry: str, cadence: object) -> None:
+    if cadence is not None and not isinstance(cadence, Cadence):
+        raise GraphError(
+            f"fragment {name!r} ({entry}): cadence must be one of STEP, ITERATION, every(n), "
+            f"rounds(k, when) from jaxrl_fdg.core.cadence, got {cadence!r}"
+        )
 
 
 def _ports(m: Method) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -171,7 +221,7 @@ def call(
     entry = frag.method(method)
     missing = [n for n in entry.inputs if n not in inputs]
     if missing:
-        raise ValueError(
+        raise GraphError(
             f"fragment {frag.name!r} ({method}) needs input edge(s) {missing}; got {sorted(inputs)}"
         )
     # The scope name reaches the compiled program's op metadata: it is how a profiler trace of a
@@ -179,7 +229,7 @@ def call(
     with jax.named_scope(frag.name):
         state, outputs = entry.apply(state, {n: inputs[n] for n in entry.inputs}, key)
     if set(outputs) != set(entry.outputs):
-        raise ValueError(
+        raise GraphError(
             f"fragment {frag.name!r} ({method}) declared outputs {sorted(entry.outputs)} "
             f"but produced {sorted(outputs)}"
         )
@@ -190,7 +240,7 @@ def published(frag: Fragment, state: State) -> dict[str, Any]:
     """``frag.publish(state)``, checked against the declaration."""
     edges = frag.publish(state)
     if set(edges) != set(frag.published):
-        raise ValueError(
+        raise GraphError(
             f"fragment {frag.name!r} declared published edges {sorted(frag.published)} "
             f"but published {sorted(edges)}"
         )

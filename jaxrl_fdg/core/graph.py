@@ -1,63 +1,135 @@
-"""The dataflow graph: fragments as nodes, named edges between them, and the order they run in.
+"""The dataflow graph: fragments as nodes, named edges between them, and the schedule tree the
+loop interprets.
 
-Edges are resolved by name when the graph is built. An input edge of a fragment is fed by
+:meth:`Graph.build` turns a set of fragments into a :class:`Schedule`::
 
-* an *output* of a fragment that runs earlier in the same phase (the env reads the actor's
-  ``action``; the learner reads a ``trajectory`` an intrinsic-reward fragment rewrote),
-* a *published* edge of some fragment (read from that fragment's current state: the actor reads
-  the env's ``observation`` and the learner's ``params`` this way),
-* one of the loop's own edges: ``trajectory`` (``T`` steps of the step phase's edges, stacked)
-  and ``env_steps`` (env steps taken, counting this rollout's), or
-* the replay: ``batch`` from its ``sample`` method, once per update of an off-policy learner,
-  whose ``td_error`` goes back to the replay's ``update`` method as new priorities.
+    iteration
+    ├─ rollout × T steps            the STEP calls, in order, at every env step
+    └─ after the rollout            one node per cadence, in order
+        ├─ every iteration          calls once per iteration
+        ├─ k rounds, when ...       calls k times per iteration while a condition holds
+        └─ every n iterations       calls at the end of iterations n, 2n, ...
 
-Nodes run in two phases. The *step* phase (env, actor, and any transform that reads step edges)
-runs at every env step; the *learn* phase (learner, replay, and transforms that read the
-``trajectory``) once per iteration, after the rollout. Within a phase the order is derived from
-the edges: a fragment runs after every fragment that writes an edge it reads. A fragment that
-reads and writes the same edge rewrites it in place (an observation normaliser, a reward
-bonus): it runs after the edge's producer, and the edge's readers see its value. The order is
-:class:`Schedule`; an input nothing feeds, or a cycle, is an error raised here, before anything
-is traced.
+Every entry point of every fragment (its ``apply`` and its methods) is one :class:`Call` in one
+node, placed by its cadence (:mod:`jaxrl_fdg.core.cadence`); an entry point that declares none
+gets one from its role and edges:
+
+* ``env`` and ``actor``: every step; ``learner``, ``replay`` and ``evaluator``: every iteration;
+* a ``transform`` runs where what it reads is made: after the rollout if it reads the
+  ``trajectory``, in the node of the calls whose outputs it reads, at every step otherwise;
+* a method (a replay's ``sample``) joins the node of the first fragment that reads its outputs,
+  else the node of what writes its inputs.
+
+An input edge is fed by an output of an earlier call in the same step or node, by one of the
+loop's edges after the rollout (``trajectory``: ``T`` steps of the step edges stacked;
+``env_steps``), or by an edge a fragment *publishes* from its state. Order follows the edges:
+
+* a call runs after every call of its node that writes what it reads. A call that reads and
+  writes the same edge rewrites it in place (an observation normaliser, a reward bonus) and runs
+  between the edge's producer and its readers;
+* after the rollout, a published edge orders too: a call that reads an edge another fragment
+  publishes runs after that fragment's ``apply`` and sees the state it left (a policy learner
+  after the value learner whose parameters it reads). Within the rollout a published edge is
+  read as the step begins (the env's observation, the learner's parameters): it closes the
+  feedback loop instead;
+* nodes after the rollout run in the order their edges require (a node that reads what another
+  publishes, or calls a method of a fragment whose ``apply`` is in another, runs after it), in
+  declaration order where nothing does. Outputs of the every-iteration node flow to the nodes
+  after it; outputs made inside rounds or a periodic node stay inside it.
+
+A fragment's ``metrics`` output is collected by the loop, not read as an edge. Anything the
+edges leave unresolved (an input nothing feeds, a cycle, two writers of one edge, a transform
+whose place is ambiguous) is a :class:`~jaxrl_fdg.errors.GraphError` naming the fragments and
+edges, raised here, before anything is traced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from jaxrl_fdg.core.cadence import ITERATION, STEP, Cadence, Every, Iteration, Rounds
 from jaxrl_fdg.core.fragment import Fragment, Role
+from jaxrl_fdg.errors import GraphError
 
 TRAJECTORY = "trajectory"
-BATCH = "batch"
 ENV_STEPS = "env_steps"
-TD_ERROR = "td_error"
-_STEP_ROLES = (Role.ACTOR, Role.ENV)
-_LEARN_ROLES = (Role.LEARNER, Role.REPLAY)
+METRICS = "metrics"
+LOOP_EDGES = (TRAJECTORY, ENV_STEPS)  # made by the loop for the calls after the rollout
+
+_ROLE_CADENCE = {
+    Role.ENV: STEP,
+    Role.ACTOR: STEP,
+    Role.LEARNER: ITERATION,
+    Role.REPLAY: ITERATION,
+    Role.EVALUATOR: ITERATION,
+}
 
 
 class Edge(NamedTuple):
     source: str  # "fragment.edge", "rollout.trajectory" or "loop.env_steps"
-    target: str  # "fragment.edge", or "fragment.method:edge" for a method's input
-    kind: str  # "step" | "state" | "rollout" | "loop" | "learn" | "sample" | "priorities"
+    target: str  # "fragment.edge", "fragment.method:edge", or "<node>?edge" for a condition
+    kind: str  # "step" | "state" | "rollout" | "loop" | "learn" | "round" | "periodic"
+
+
+class Call(NamedTuple):
+    """One call of a fragment's entry point: ``method`` is ``"apply"`` or a method's name."""
+
+    fragment: str
+    method: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    index: int  # declaration order: fragments in order, each one's apply before its methods
+
+    @property
+    def label(self) -> str:
+        return self.fragment if self.method == "apply" else f"{self.fragment}.{self.method}"
+
+
+class Rollout(NamedTuple):
+    """The step phase: ``calls`` in order at each of ``length`` env steps (a ``lax.scan``)."""
+
+    length: int
+    calls: tuple[Call, ...]
+
+
+class Node(NamedTuple):
+    """A node after the rollout: ``calls`` in order, as often as ``cadence`` says."""
+
+    cadence: Cadence
+    calls: tuple[Call, ...]
+
+    @property
+    def fragments(self) -> tuple[str, ...]:
+        """The fragments called here, each once, in call order."""
+        return tuple(dict.fromkeys(c.fragment for c in self.calls))
 
 
 class Schedule(NamedTuple):
-    """The order of fragment calls in one iteration, derived from the graph.
+    """One iteration: the rollout, then the nodes after it, in order."""
 
-    Attributes:
-      step: fragment names called at every env step, in order.
-      learn: fragment names called once per iteration on the ``trajectory``, in order.
-      sample: ``(fragment, method)`` producing the ``batch`` of each update round, or ``None``.
-      update: fragment names called on each sampled ``batch``, in order.
-      feedback: ``(fragment, method)`` taking each round's ``td_error``, or ``None``.
-    """
+    rollout: Rollout
+    after: tuple[Node, ...]
 
-    step: tuple[str, ...]
-    learn: tuple[str, ...]
-    sample: tuple[str, str] | None = None
-    update: tuple[str, ...] = ()
-    feedback: tuple[str, str] | None = None
+    @property
+    def step(self) -> tuple[str, ...]:
+        """The labels of the rollout's calls, in order."""
+        return tuple(c.label for c in self.rollout.calls)
+
+    def lines(self) -> list[str]:
+        """The tree, one line per node and call."""
+        out = ["iteration", f"├─ rollout × {self.rollout.length} steps"]
+        out += _branch("│  ", [c.label for c in self.rollout.calls])
+        out.append("└─ after the rollout")
+        for i, node in enumerate(self.after):
+            last = i == len(self.after) - 1
+            out.append(f"   {'└─' if last else '├─'} {node.cadence}")
+            out += _branch("   " + ("   " if last else "│  "), [c.label for c in node.calls])
+        return out
+
+
+def _branch(indent: str, labels: list[str]) -> list[str]:
+    return [f"{indent}{'└─' if i == len(labels) - 1 else '├─'} {x}" for i, x in enumerate(labels)]
 
 
 class Graph(NamedTuple):
@@ -69,30 +141,44 @@ class Graph(NamedTuple):
 
     @classmethod
     def build(cls, name: str, fragments: Iterable[Fragment], rollout_len: int) -> Graph:
+        """The graph of ``fragments`` with rollouts of ``rollout_len`` steps; a
+        :class:`GraphError` for anything the edges leave unresolved."""
         fragments = tuple(fragments)
         names = [f.name for f in fragments]
-        if len(set(names)) != len(names):
-            raise ValueError(f"fragment names must be unique, got {names}")
-        for frag in fragments:
-            if frag.role is Role.EVALUATOR:
-                raise ValueError(
-                    f"fragment {frag.name!r} is an evaluator: it runs outside the training graph"
-                )
-        schedule = _schedule(fragments)
-        edges = tuple(_Resolver(fragments, schedule).edges())
+        doubles = sorted({n for n in names if names.count(n) > 1})
+        if doubles:
+            raise GraphError(f"fragment names must be unique; {', '.join(doubles)} appear twice")
+        builder = _Builder(fragments)
+        schedule = builder.schedule(rollout_len)
+        edges = tuple(builder.edges(schedule))
         return cls(name, fragments, edges, rollout_len, schedule)
+
+    def fragment(self, name: str) -> Fragment:
+        for frag in self.fragments:
+            if frag.name == name:
+                return frag
+        raise GraphError(f"graph {self.name!r} has no fragment {name!r}")
+
+    @property
+    def step_fragments(self) -> tuple[str, ...]:
+        """The fragments the rollout calls (their state is the rollout's carry)."""
+        return tuple(dict.fromkeys(c.fragment for c in self.schedule.rollout.calls))
+
+    def publisher(self, edge: str) -> str | None:
+        """The fragment that publishes ``edge``, if one does."""
+        return next((f.name for f in self.fragments if edge in f.published), None)
 
     def check_state(self, states: Mapping[str, Any]) -> None:
         """Graph state must be ``{fragment name: state}`` with exactly this graph's names."""
         expected = sorted(f.name for f in self.fragments)
         if sorted(states) != expected:
-            raise ValueError(
+            raise GraphError(
                 f"graph state keys {sorted(states)} do not match the fragments of graph "
                 f"{self.name!r}: {expected}"
             )
 
     def describe(self, programs: Mapping[str, str] | None = None) -> str:
-        """A text rendering: nodes, edges, the schedule and, if given, each fusion mode's
+        """A text rendering: nodes, edges, the schedule tree and, if given, each fusion mode's
         programs."""
         width = max(len(f.name) for f in self.fragments)
         lines = [
@@ -113,19 +199,14 @@ class Graph(NamedTuple):
             "state": "read from the source's state",
             "rollout": f"{self.rollout_len} steps of the step phase stacked",
             "loop": "counted by the loop",
-            "learn": "within the learn phase",
-            "sample": "sampled from the replay for each update",
-            "priorities": "new priorities for the sampled slots",
+            "learn": "after the rollout",
+            "round": "within a round",
+            "periodic": "within a periodic node",
         }
         for e in self.edges:
             lines.append(f"  {e.source:<28} -> {e.target:<24} ({notes[e.kind]})")
-        lines.append("order:")
-        lines.append(f"  every step:      {' -> '.join(self.schedule.step)}")
-        lines.append(f"  every iteration: {' -> '.join(self.schedule.learn) or '-'}")
-        if self.schedule.sample is not None:
-            rounds = [".".join(self.schedule.sample), *self.schedule.update]
-            rounds += [".".join(self.schedule.feedback)] if self.schedule.feedback else []
-            lines.append(f"  every update:    {' -> '.join(rounds)}")
+        lines.append("schedule:")
+        lines += [f"  {line}" for line in self.schedule.lines()]
         if programs:
             lines.append("compiled programs by fusion mode:")
             mode_width = max(map(len, programs))
@@ -134,130 +215,249 @@ class Graph(NamedTuple):
         return "\n".join(lines)
 
 
-def _in_step_phase(frag: Fragment) -> bool:
-    if frag.role in _STEP_ROLES:
-        return True
-    if frag.role in _LEARN_ROLES:
-        return False
-    return not {TRAJECTORY, BATCH} & set(frag.inputs)
+def _label(cadence: Cadence) -> str:
+    return f"'{cadence}'"
 
 
-def _schedule(fragments: tuple[Fragment, ...]) -> Schedule:
-    step = [f for f in fragments if _in_step_phase(f)]
-    for role in _STEP_ROLES:
-        if sum(f.role is role for f in fragments) != 1:
-            raise ValueError(f"a graph needs exactly one {role.value} fragment")
-    learners = [f for f in fragments if f.role is Role.LEARNER]
-    if len(learners) != 1:
-        raise ValueError("a graph needs exactly one learner fragment")
-    sample = _method_with(fragments, BATCH, "outputs")
-    feedback = _method_with(fragments, TD_ERROR, "inputs")
-    on_batch = [f for f in fragments if BATCH in f.inputs]
-    if on_batch and sample is None:
-        raise ValueError(
-            f"input edge 'batch' of fragment {on_batch[0].name!r} has no producer: "
-            "no replay fragment has a method that writes it"
+class _Builder:
+    """Places every entry point in a node, orders calls and nodes, and resolves edges."""
+
+    def __init__(self, fragments: tuple[Fragment, ...]):
+        self.fragments = fragments
+        self.by_name = {f.name: f for f in fragments}
+        self.calls: list[Call] = []
+        for f in fragments:
+            for m in f.entry_points:
+                self.calls.append(Call(f.name, m.name, m.inputs, m.outputs, len(self.calls)))
+        self.declared = {c: self.by_name[c.fragment].method(c.method).cadence for c in self.calls}
+        self.publisher: dict[str, str] = {}
+        for f in fragments:
+            for edge in f.published:
+                if edge in self.publisher:
+                    raise GraphError(
+                        f"edge {edge!r} is published by both {self.publisher[edge]!r} and "
+                        f"{f.name!r}: a reader could not tell which it gets"
+                    )
+                self.publisher[edge] = f.name
+
+    # -- placing calls ------------------------------------------------------------------------
+
+    def cadences(self) -> dict[Call, Cadence]:
+        """Each call's cadence: declared, by role, or derived from the edges (see the module
+        docstring); repeated until nothing changes, since derived ones depend on each other."""
+        known: dict[Call, Cadence] = {}
+        for c in self.calls:
+            frag = self.by_name[c.fragment]
+            if self.declared[c] is not None:
+                known[c] = self.declared[c]
+            elif c.method == "apply" and frag.role in _ROLE_CADENCE:
+                known[c] = _ROLE_CADENCE[frag.role]
+        pending = [c for c in self.calls if c not in known]
+        while pending:
+            placed = {c: cadence for c in pending if (cadence := self._derive(c, known))}
+            if not placed:  # calls that wait on each other: placed by what they read alone
+                first = pending[0]
+                reads_loop = bool(set(first.inputs) & set(LOOP_EDGES)) or first.method != "apply"
+                placed = {first: ITERATION if reads_loop else STEP}
+            known.update(placed)
+            pending = [c for c in pending if c not in known]
+        return known
+
+    def _derive(self, call: Call, known: dict[Call, Cadence]) -> Cadence | None:
+        """``call``'s cadence from those already known, or ``None`` to wait for more."""
+        writers = [w for w in self.calls if w is not call and set(w.outputs) & set(call.inputs)]
+        if call.method != "apply":
+            readers = [r for r in self.calls if r is not call and set(r.inputs) & set(call.outputs)]
+            for group in (readers, writers):
+                found = [known[c] for c in group if c in known]
+                if found:
+                    return found[0]
+                if group:
+                    return None
+            return ITERATION
+        # A transform: where what it reads is made. Another rewriter of an edge it reads (both
+        # read and write it) is placed by the same producers, so it is not waited for.
+        makers = [w for w in writers if w.fragment != call.fragment]
+        if any(w not in known and not set(w.inputs) & set(w.outputs) for w in makers):
+            return None
+        places = {known[w] for w in makers if w in known} - {STEP}
+        if set(call.inputs) & set(LOOP_EDGES):
+            places.add(ITERATION)
+        if len(places) > 1:
+            where = ", ".join(sorted(_label(p) for p in places))
+            raise GraphError(
+                f"transform {call.fragment!r} reads edges made in {where}: declare its cadence"
+            )
+        return places.pop() if places else STEP
+
+    def schedule(self, rollout_len: int) -> Schedule:
+        cadences = self.cadences()
+        nodes: dict[Cadence, list[Call]] = {}
+        for c in self.calls:
+            nodes.setdefault(cadences[c], []).append(c)
+        step = nodes.pop(STEP, [])
+        rollout = Rollout(rollout_len, self._order(step, published_orders=False))
+        after = [Node(cadence, self._order(calls, True)) for cadence, calls in nodes.items()]
+        return Schedule(rollout, self._order_nodes(after))
+
+    # -- ordering -----------------------------------------------------------------------------
+
+    def _order(self, calls: list[Call], published_orders: bool) -> tuple[Call, ...]:
+        """``calls`` in an order where each runs after the calls it reads from (see the module
+        docstring); ties keep declaration order."""
+        self._check_single_writers(calls)
+        after: dict[Call, dict[Call, str]] = {c: {} for c in calls}  # call -> {before: edge}
+        applies = {c.fragment: c for c in calls if c.method == "apply"}
+        for c in calls:
+            for edge in c.inputs:
+                for w in calls:
+                    if w is c or edge not in w.outputs or edge == METRICS:
+                        continue
+                    rewrites, w_rewrites = edge in c.outputs, edge in w.inputs
+                    if not rewrites or not w_rewrites or w.index < c.index:
+                        after[c][w] = repr(edge)
+                publisher = self.publisher.get(edge)
+                if published_orders and publisher in applies and publisher != c.fragment:
+                    after[c][applies[publisher]] = f"{edge!r} (published)"
+        return _topological(calls, after, lambda c: c.index, lambda c: repr(c.label))
+
+    def _check_single_writers(self, calls: Sequence[Call]) -> None:
+        """Two calls of a node that both make an edge (neither rewriting it) leave its readers
+        a value that depends on declaration order: refused."""
+        makers: dict[str, Call] = {}
+        for c in calls:
+            for edge in c.outputs:
+                if edge == METRICS or edge in c.inputs:
+                    continue
+                if edge in makers:
+                    raise GraphError(
+                        f"edge {edge!r} is written by both {makers[edge].label!r} and "
+                        f"{c.label!r} in the same node: its readers could not tell which"
+                    )
+                makers[edge] = c
+
+    def _order_nodes(self, nodes: list[Node]) -> tuple[Node, ...]:
+        """Nodes after the rollout in an order their edges allow (see the module docstring);
+        the every-iteration node first and then declaration order where nothing decides."""
+        home = {c.fragment: n for n in nodes for c in n.calls if c.method == "apply"}
+        made = {edge: n for n in nodes for c in n.calls for edge in c.outputs if edge != METRICS}
+        after: dict[Node, dict[Node, str]] = {n: {} for n in nodes}
+        for n in nodes:
+            for c in n.calls:
+                for edge in c.inputs:
+                    maker = made.get(edge)
+                    if maker is not None and maker is not n and edge not in _outputs(n):
+                        if not isinstance(maker.cadence, Iteration):
+                            raise GraphError(
+                                f"{c.label!r} reads {edge!r}, which is written inside "
+                                f"{_label(maker.cadence)}: outputs of rounds and periodic "
+                                "nodes stay inside them (publish it from a state instead)"
+                            )
+                        after[n][maker] = repr(edge)
+                    publisher = self.publisher.get(edge)
+                    if publisher in home and home[publisher] is not n:
+                        after[n][home[publisher]] = f"{edge!r} (published by {publisher!r})"
+                if c.method != "apply" and c.fragment in home and home[c.fragment] is not n:
+                    after[n][home[c.fragment]] = f"{c.fragment!r}'s state"
+            condition = n.cadence.when if isinstance(n.cadence, Rounds) else None
+            for edge in condition.reads if condition else ():
+                publisher = self.publisher.get(edge)
+                if publisher in home and home[publisher] is not n:
+                    after[n][home[publisher]] = f"{edge!r} (published by {publisher!r})"
+
+        def rank(n: Node) -> tuple[int, int]:
+            return (0 if isinstance(n.cadence, Iteration) else 1, min(c.index for c in n.calls))
+
+        return _topological(
+            nodes, after, rank, lambda n: f"'{n.cadence}' ({', '.join(n.fragments)})"
         )
-    learn = [f for f in fragments if not _in_step_phase(f) and f not in on_batch]
-    return Schedule(
-        step=_order(step),
-        learn=_order(learn),
-        sample=sample,
-        update=_order(on_batch) if sample else (),
-        feedback=feedback if sample else None,
-    )
+
+    # -- edges --------------------------------------------------------------------------------
+
+    def edges(self, schedule: Schedule) -> Iterable[Edge]:
+        """The source of every input edge, in schedule order; a :class:`GraphError` for one
+        that nothing feeds."""
+        written: dict[str, str] = {}
+        for c in schedule.rollout.calls:
+            for edge in c.inputs:
+                yield self._edge(c, edge, written, (), "step")
+            written.update({e: c.fragment for e in c.outputs})
+        carried: dict[str, str] = {}
+        for node in schedule.after:
+            kind = _KINDS[type(node.cadence)]
+            written = dict(carried)
+            condition = node.cadence.when if isinstance(node.cadence, Rounds) else None
+            for edge in condition.reads if condition else ():
+                source = self._edge(None, edge, carried, LOOP_EDGES, kind)
+                yield source._replace(target=f"'{node.cadence}'?{edge}")
+            for c in node.calls:
+                for edge in c.inputs:
+                    yield self._edge(c, edge, written, LOOP_EDGES, kind)
+                written.update({e: c.fragment for e in c.outputs})
+            if isinstance(node.cadence, Iteration):
+                carried = written
+
+    def _edge(self, call: Call | None, edge: str, written, loop_edges, kind) -> Edge:
+        target = "" if call is None else f"{call.fragment}.{edge}"
+        if call is not None and call.method != "apply":
+            target = f"{call.fragment}.{call.method}:{edge}"
+        if edge in written:
+            return Edge(f"{written[edge]}.{edge}", target, kind)
+        if edge in loop_edges:
+            source = "rollout" if edge == TRAJECTORY else "loop"
+            return Edge(f"{source}.{edge}", target, source)
+        if edge in self.publisher:
+            return Edge(f"{self.publisher[edge]}.{edge}", target, "state")
+        available = sorted(
+            {*self.publisher, *LOOP_EDGES} | {e for c in self.calls for e in c.outputs}
+        )
+        who = "a condition" if call is None else f"{call.label!r}"
+        raise GraphError(
+            f"input edge {edge!r} of fragment {who} has no producer"
+            + ("" if call is None else f" where it runs ({_where(call, loop_edges)})")
+            + f"; edges available: {', '.join(available)}"
+        )
 
 
-def _method_with(fragments, edge: str, port: str) -> tuple[str, str] | None:
-    """The first ``(fragment, method)`` whose ``port`` (``inputs`` or ``outputs``) has ``edge``."""
-    found = [(f.name, m.name) for f in fragments for m in f.methods if edge in getattr(m, port)]
-    return found[0] if found else None
+_KINDS = {Iteration: "learn", Rounds: "round", Every: "periodic"}
 
 
-def _order(frags: list[Fragment]) -> tuple[str, ...]:
-    """The fragments in an order where each runs after those that write what it reads: a
-    reader of edge ``e`` after every writer of ``e``; a rewriter of ``e`` (reads and writes it)
-    after its producer and after rewriters declared before it. Ties keep declaration order."""
-    index = {f.name: i for i, f in enumerate(frags)}
-    after: dict[str, set[str]] = {f.name: set() for f in frags}
-    for f in frags:
-        for g in frags:
-            if g is f:
-                continue
-            for edge in set(f.inputs) & set(g.outputs):
-                rewrites = edge in f.outputs
-                g_rewrites = edge in g.inputs
-                if not rewrites or not g_rewrites or index[g.name] < index[f.name]:
-                    after[f.name].add(g.name)
-    done: list[str] = []
-    while len(done) < len(frags):
-        ready = [n for n in after if n not in done and after[n] <= set(done)]
+def _where(call: Call, loop_edges) -> str:
+    return "after the rollout" if loop_edges else "at every step"
+
+
+def _outputs(node: Node) -> set[str]:
+    return {e for c in node.calls for e in c.outputs}
+
+
+def _topological(items, after: Mapping[Any, Mapping[Any, str]], rank, label) -> tuple:
+    """``items`` so that each comes after those in ``after[item]``; ties by ``rank``. A cycle is
+    a :class:`GraphError` naming the items and the edges that tie them."""
+    done: list = []
+    while len(done) < len(items):
+        ready = [x for x in items if x not in done and set(after[x]) <= set(done)]
         if not ready:
-            stuck = sorted(n for n in after if n not in done)
-            raise ValueError(f"fragments {stuck} wait on each other's outputs (a cycle)")
-        done.append(min(ready, key=index.__getitem__))
+            stuck = [x for x in items if x not in done]
+            ties = "; ".join(
+                f"{label(x)} reads {edge} from {label(y)}"
+                for x in stuck
+                for y, edge in after[x].items()
+                if y in stuck
+            )
+            raise GraphError(f"a cycle: {ties}; no order runs each after what it reads")
+        done.append(min(ready, key=rank))
     return tuple(done)
 
 
-class _Resolver:
-    """Finds the source of every input edge, for :attr:`Graph.edges` and early errors."""
-
-    def __init__(self, fragments: tuple[Fragment, ...], schedule: Schedule):
-        self.fragments, self.schedule = fragments, schedule
-        self.by_name = {f.name: f for f in fragments}
-        self.published = {e: f.name for f in fragments for e in f.published}
-
-    def edges(self) -> Iterable[Edge]:
-        s = self.schedule
-        yield from self._phase(s.step, outside=())
-        yield from self._phase(s.learn, outside=(TRAJECTORY, ENV_STEPS))
-        if s.sample is not None:
-            frag, method = s.sample
-            yield from self._method(frag, method, ())
-            yield from self._phase(s.update, outside=(), first={BATCH: f"{s.sample[0]}.{BATCH}"})
-            if s.feedback is not None:
-                writer = next(n for n in reversed(s.update) if TD_ERROR in self._outputs(n))
-                yield from self._method(
-                    *s.feedback, {TD_ERROR: writer, BATCH: f"{s.sample[0]}.{BATCH}"}
-                )
-
-    def _outputs(self, name: str) -> tuple[str, ...]:
-        return self.by_name[name].outputs
-
-    def _phase(self, order, outside, first=None) -> Iterable[Edge]:
-        written: dict[str, str] = {}
-        for name in order:
-            frag = self.by_name[name]
-            for edge in frag.inputs:
-                yield self._edge(name, edge, written, outside, first or {})
-            written.update({e: name for e in frag.outputs})
-
-    def _method(self, name: str, method: str, writers: Mapping[str, str]) -> Iterable[Edge]:
-        for edge in self.by_name[name].method(method).inputs:
-            target = f"{name}.{method}:{edge}"
-            if edge in writers:
-                kind = "priorities" if edge == TD_ERROR else "sample"
-                source = writers[edge] if "." in writers[edge] else f"{writers[edge]}.{edge}"
-                yield Edge(source, target, kind)
-            else:
-                yield self._edge(name, edge, {}, (ENV_STEPS,), {})._replace(target=target)
-
-    def _edge(self, name, edge, written, outside, first) -> Edge:
-        target = f"{name}.{edge}"
-        if edge in written:
-            return Edge(f"{written[edge]}.{edge}", target, "learn" if outside else "step")
-        if edge in first:
-            return Edge(first[edge], target, "sample")
-        if edge in outside:
-            source = "rollout" if edge == TRAJECTORY else "loop"
-            return Edge(f"{source}.{edge}", target, source)
-        if edge in self.published:
-            return Edge(f"{self.published[edge]}.{edge}", target, "state")
-        available = sorted(
-            {*self.published, TRAJECTORY, ENV_STEPS, BATCH}
-            | {e for f in self.fragments for e in f.outputs}
-        )
-        raise ValueError(
-            f"input edge {edge!r} of fragment {name!r} has no producer; "
-            f"edges available: {', '.join(available)}"
-        )
+__all__ = [
+    "ENV_STEPS",
+    "LOOP_EDGES",
+    "METRICS",
+    "TRAJECTORY",
+    "Call",
+    "Edge",
+    "Graph",
+    "Node",
+    "Rollout",
+    "Schedule",
+]

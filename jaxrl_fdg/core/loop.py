@@ -1,24 +1,31 @@
-"""The RL loop as pure functions, in the order the graph's :class:`~jaxrl_fdg.core.graph.Schedule`
-gives: the step phase at every env step, the learn phase once per iteration.
+"""The RL loop as pure functions that interpret the graph's :class:`~jaxrl_fdg.core.graph.Schedule`.
 
-Every fusion mode is built from exactly these functions, so every mode computes the same thing;
-the modes differ only in where the compilation boundaries fall:
+One iteration is the schedule tree run once::
 
-    iteration = begin ; step × T (each = the step phase's fragments in order) ; stack ; learn
+    iteration = begin ; rollout (the step body × T, stacked) ; the nodes after the rollout
 
-For an on-policy algorithm ``learn`` runs the learn phase (the learner, after any fragment that
-rewrites the trajectory). For an off-policy one it stores the trajectory in the replay, then
-(after the warm-up) runs ``updates_per_iteration`` rounds of replay ``sample`` → learner →
-replay ``update``.
+There is one step body (:meth:`Loop.step_calls`) and one learn body (:meth:`Loop.learn`).
+Every fusion mode and placement runs these two; they differ only in where the compilation
+boundaries fall and in how each call of the step body is carried out (traced into a program,
+dispatched as a program of its own, stepped on the host): :meth:`Loop.step` takes that as an
+argument.
 
 Random keys are split inside these functions, never by the caller, so the key stream does not
-depend on how the pieces are compiled.
+depend on how the pieces are compiled:
+
+* ``begin``: the loop key gives (next loop key, rollout key, learn key);
+* each step: the carry's key gives (next key, one key per call of the step body);
+* after the rollout: the learn key goes to the node, or is split into one per node;
+* a node of calls: its key goes to the call, or is split into one per call;
+* rounds: one key per round, split into (a key every method call of the round shares, the key
+  of its ``apply`` calls, split among them if several);
+* a periodic node: its key, as a node of calls, whether or not it runs.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -26,12 +33,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_fdg.core.algorithm import Algorithm
-from jaxrl_fdg.core.fragment import Fragment, call, published
-from jaxrl_fdg.core.graph import ENV_STEPS, TD_ERROR, TRAJECTORY, Graph
+from jaxrl_fdg.core.cadence import Every, Iteration, Rounds
+from jaxrl_fdg.core.fragment import Fragment, Role, call, published
+from jaxrl_fdg.core.graph import ENV_STEPS, METRICS, TRAJECTORY, Call, Graph, Node
 from jaxrl_fdg.core.types import LoopState, Metrics, Transition
+from jaxrl_fdg.errors import GraphError
 
 _ENV_FIELDS = ("reward", "terminated", "truncated", "next_observation")
 _RECORDED = ("observation", "action", *_ENV_FIELDS)
+RUNS = "runs"  # metric ``<fragment>/runs`` of a periodic node: 1 where it ran, else 0
 
 
 class RolloutCarry(NamedTuple):
@@ -41,24 +51,70 @@ class RolloutCarry(NamedTuple):
     key: jax.Array
 
 
+class StepCall(NamedTuple):
+    """A call the step body asks for: step call ``index`` (of ``Schedule.rollout.calls``) on
+    ``state`` with ``inputs`` and ``key``. :meth:`Loop.step_fn` is what it computes."""
+
+    index: int
+    state: Any
+    inputs: dict[str, Any]
+    key: jax.Array
+
+
+# How a plan carries out a step call: ``run(index, state, inputs, key)`` returning what
+# ``Loop.step_fn(index)`` returns.
+StepRunner = Callable[[int, Any, dict, jax.Array], tuple]
+
+
 class Loop:
-    """A rollout of ``rollout_len`` steps of the step phase, then the learn phase."""
+    """A rollout of ``rollout_len`` steps of the step body, then the nodes after it."""
 
     def __init__(self, env: Fragment, algorithm: Algorithm, rollout_len: int):
         algorithm.check()
+        envs = [f.name for f in algorithm.fragments if f.role is Role.ENV]
+        if envs:
+            raise GraphError(
+                f"algorithm {algorithm.name!r} declares env fragment(s) {envs}; the environment "
+                "comes from --env"
+            )
         self.algorithm = algorithm
         self.env_frag = env
-        self.actor = algorithm.actor
-        self.learner = algorithm.learner
-        self.off_policy = algorithm.off_policy
-        self.policy = algorithm.policy
-        self.policy_memory = algorithm.policy_memory
         self.rollout_len = rollout_len
         self.fragments = (env, *algorithm.fragments)
         self.graph = Graph.build(algorithm.name, self.fragments, rollout_len)
         self.schedule = self.graph.schedule
         self._by_name = {f.name: f for f in self.fragments}
-        self.step_fragments = tuple(self._by_name[n] for n in self.schedule.step)
+        self.step_fragments = tuple(self._by_name[n] for n in self.graph.step_fragments)
+        for frag in (env, algorithm.actor):
+            if frag not in self.step_fragments:
+                raise GraphError(f"fragment {frag.name!r} ({frag.role.value}) must run every step")
+        self._step_fns = [
+            self._with_keys(i, functools.partial(call, self._by_name[c.fragment], method=c.method))
+            for i, c in enumerate(self.schedule.rollout.calls)
+        ]
+
+    @property
+    def actor(self) -> Fragment:
+        return self.algorithm.actor
+
+    @property
+    def learner(self) -> Fragment:
+        """The primary learner (unprefixed metrics; its ``params`` are evaluated)."""
+        return self.algorithm.learner
+
+    @property
+    def policy(self) -> Callable | None:
+        return self.algorithm.policy
+
+    @property
+    def policy_memory(self) -> Callable | None:
+        return self.algorithm.policy_memory
+
+    @property
+    def learner_side(self) -> tuple[str, ...]:
+        """The fragments an actor/learner placement keeps with the learner: all but the step
+        body's, which stay with the actors."""
+        return tuple(f.name for f in self.fragments if f not in self.step_fragments)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -70,7 +126,7 @@ class Loop:
     def check_state(self, state: LoopState) -> None:
         self.graph.check_state(state.fragments)
 
-    # -- the step phase ----------------------------------------------------------------------
+    # -- the rollout -------------------------------------------------------------------------
 
     def begin(self, state: LoopState) -> tuple[LoopState, jax.Array, jax.Array]:
         """Split the iteration's keys: ``(state with next key, rollout key, learn key)``."""
@@ -78,15 +134,16 @@ class Loop:
         return state._replace(key=key), k_rollout, k_learn
 
     def fixed_edges(self, states: dict) -> dict[str, Any]:
-        """Edges the step phase reads from fragments outside it (the learner's ``params``): they
+        """Edges the step body reads from fragments outside it (the learner's ``params``): they
         stay constant for a whole rollout, so the rollout reads them once instead of carrying
         the learner's state (optimizer moments and all) through every step."""
-        reads = {e for f in self.step_fragments for e in f.inputs}
+        reads = {e for c in self.schedule.rollout.calls for e in c.inputs}
         edges: dict[str, Any] = {}
         for frag in self.fragments:
-            if frag not in self.step_fragments and frag.name in states:
+            outside = frag not in self.step_fragments and frag.name in states
+            if outside and reads & set(frag.published):
                 edges.update(
-                    {k: v for k, v in published(frag, states[frag.name]).items() if k in reads}
+                    {k: v for k, v in self.published_by(frag.name, states).items() if k in reads}
                 )
         return edges
 
@@ -98,32 +155,67 @@ class Loop:
         return edges
 
     def step_fn(self, index: int) -> Callable:
-        """The call of step fragment ``index`` as a pure function ``(state, inputs, key)``.
+        """Step call ``index`` as a pure function ``(state, inputs, key)``.
 
         The first one also splits the step's keys, so a split mode compiles no extra program
-        for them: it returns ``(state, outputs, the other fragments' keys, next key)``; the
-        others return ``(state, outputs)``."""
-        frag = self.step_fragments[index]
+        for them: it returns ``(state, outputs, the other calls' keys, next key)``; the others
+        return ``(state, outputs)``."""
+        return self._step_fns[index]
+
+    def host_step_fn(self, index: int) -> Callable:
+        """:meth:`step_fn` for a host fragment's call, computed in numpy by its ``host_apply``
+        outside any program (``step_fn`` itself where the fragment has none)."""
+        c = self.schedule.rollout.calls[index]
+        frag = self._by_name[c.fragment]
+        if frag.host_apply is None or c.method != "apply":
+            return self._step_fns[index]
+        return self._with_keys(index, frag.host_apply)
+
+    def _with_keys(self, index: int, run: Callable) -> Callable:
+        """``run(state, inputs, key)`` as step call ``index``: the first call splits the keys."""
         if index:
-            return functools.partial(call, frag)
-        n = len(self.step_fragments)
+            return run
+        n = len(self.schedule.rollout.calls)
 
         def first(state: Any, inputs: dict, key: jax.Array):
             key, *keys = jax.random.split(key, 1 + n)
-            state, outputs = call(frag, state, inputs, keys[0])
+            state, outputs = run(state, inputs, keys[0])
             return state, outputs, tuple(keys[1:]), key
 
         return first
 
-    def rollout_step(self, fixed: dict, carry: RolloutCarry, _: Any = None):
-        """One step of the step phase: ``(carry, transition)``; ``fixed`` from
-        :meth:`fixed_edges`."""
+    def step_calls(
+        self, fixed: dict, carry: RolloutCarry
+    ) -> Generator[StepCall, tuple, tuple[RolloutCarry, Transition]]:
+        """The step body, as a generator: it yields each :class:`StepCall` in schedule order,
+        is sent back what :meth:`step_fn` returns for it, and returns ``(carry, transition)``.
+        Whoever drives it decides how each call is carried out (:meth:`step`)."""
         edges, states, outputs = self.step_edges(fixed, carry), dict(carry.states), {}
-        key, *keys = jax.random.split(carry.key, 1 + len(self.step_fragments))
-        for frag, k in zip(self.step_fragments, keys, strict=True):
-            states[frag.name], outputs[frag.name] = call(frag, states[frag.name], edges, k)
-            edges.update(outputs[frag.name])
+        key, keys = carry.key, ()
+        for i, c in enumerate(self.schedule.rollout.calls):
+            inputs = {name: edges[name] for name in c.inputs}
+            result = yield StepCall(i, states[c.fragment], inputs, key if i == 0 else keys[i - 1])
+            if i == 0:
+                states[c.fragment], out, keys, key = result
+            else:
+                states[c.fragment], out = result
+            outputs[c.label] = out
+            edges.update(out)
         return RolloutCarry(states, key), self.transition(edges, outputs)
+
+    def step(
+        self, fixed: dict, carry: RolloutCarry, run: StepRunner | None = None
+    ) -> tuple[RolloutCarry, Transition]:
+        """One step of the step body, each call carried out by ``run`` (by default: the pure
+        function, traced into whatever program the caller compiles)."""
+        return drive(self.step_calls(fixed, carry), run or self._run_step)
+
+    def _run_step(self, index: int, state: Any, inputs: dict, key: jax.Array) -> tuple:
+        return self._step_fns[index](state, inputs, key)
+
+    def rollout_step(self, fixed: dict, carry: RolloutCarry, _: Any = None):
+        """:meth:`step` as a ``lax.scan`` body."""
+        return self.step(fixed, carry)
 
     def rollout_carry(self, states: dict, key: jax.Array) -> RolloutCarry:
         return RolloutCarry({f.name: states[f.name] for f in self.step_fragments}, key)
@@ -133,11 +225,12 @@ class Loop:
 
     def transition(self, edges: dict, outputs: dict[str, dict]) -> Transition:
         """A step's record: the edges the actor and env saw and made (after any rewrite)."""
-        extras = {k: v for k, v in outputs[self.actor.name].items() if k != "action"}
+        actor = self.actor.name
+        extras = {k: v for k, v in outputs[actor].items() if k != "action"}
         info = {
             k: v
-            for name, out in outputs.items()
-            if name != self.actor.name
+            for label, out in outputs.items()
+            if label != actor
             for k, v in out.items()
             if k not in _RECORDED
         }
@@ -153,7 +246,7 @@ class Loop:
     ) -> tuple[LoopState, Transition, jax.Array]:
         """``begin``, then ``rollout_len`` steps in a ``lax.scan``.
 
-        ``fixed``: the edges from outside the step phase, when ``state`` holds only the actors'
+        ``fixed``: the edges from outside the step body, when ``state`` holds only the actors'
         side (an actor/learner placement); read from ``state`` otherwise.
         Returns ``(state, trajectory, learn key)``.
         """
@@ -167,88 +260,34 @@ class Loop:
         states = self.end_rollout(state.fragments, carry)
         return state._replace(fragments=states), trajectory, k_learn
 
-    # -- the learn phase ---------------------------------------------------------------------
+    def unroll(
+        self, state: LoopState, key: jax.Array, run: StepRunner, steps: int | None = None
+    ) -> tuple[LoopState, list[Transition]]:
+        """The rollout driven from Python, for the split modes: ``steps`` (default
+        ``rollout_len``) steps of the step body from rollout key ``key``, each call carried
+        out by ``run``. Returns the state after them and the steps' transitions."""
+        fixed = self.fixed_edges(state.fragments)
+        carry, transitions = self.rollout_carry(state.fragments, key), []
+        for _ in range(self.rollout_len if steps is None else steps):
+            carry, transition = self.step(fixed, carry, run)
+            transitions.append(transition)
+        return state._replace(fragments=self.end_rollout(state.fragments, carry)), transitions
+
+    # -- after the rollout -------------------------------------------------------------------
 
     def learn(
         self, state: LoopState, trajectory: Transition, key: jax.Array
     ) -> tuple[LoopState, Metrics]:
-        """The learn phase of an iteration; metrics include completed-episode statistics."""
+        """The nodes after the rollout, in order; metrics include completed-episode statistics."""
         env_steps = (state.iteration + 1) * trajectory.reward.size
-        edges = {
-            **self.published_edges(state.fragments),
-            TRAJECTORY: trajectory,
-            ENV_STEPS: env_steps,
-        }
-        if self.off_policy is not None:
-            k_store, k_updates = jax.random.split(key)
-            states, outputs = self._phase(self.schedule.learn, state.fragments, edges, k_store)
-            # The updates read what the learn phase's fragments publish now, after this rollout
-            # (e.g. observation moments that include its observations).
-            learned = {name: states[name] for name in self.schedule.learn}
-            edges = {**edges, **self.published_edges(learned)}
-            states, metrics = self._updates(states, edges, env_steps, k_updates)
-        else:
-            states, outputs = self._phase(self.schedule.learn, state.fragments, edges, key)
-            metrics = {}
-        metrics = {**_metrics(outputs, self.learner.name), **metrics}
+        learn = _Learn(self, state.fragments, {TRAJECTORY: trajectory, ENV_STEPS: env_steps})
+        nodes = self.schedule.after
+        keys = [key] if len(nodes) == 1 else list(jax.random.split(key, len(nodes)))
+        metrics: Metrics = {}
+        for node, k in zip(nodes, keys, strict=True):
+            metrics.update(learn.node(node, k, state.iteration))
         metrics.update(episode_metrics(trajectory))
-        return state._replace(fragments=states, iteration=state.iteration + 1), metrics
-
-    def _phase(self, order: Sequence[str], states: dict, edges: dict, key: jax.Array):
-        """Call the fragments named in ``order``, each on the edges so far; one key each (the
-        phase's key itself when there is one fragment)."""
-        states, edges, outputs = dict(states), dict(edges), {}
-        keys = [key] if len(order) == 1 else list(jax.random.split(key, len(order)))
-        for name, k in zip(order, keys, strict=True):
-            states[name], outputs[name] = call(self._by_name[name], states[name], edges, k)
-            edges.update(outputs[name])
-        return states, outputs
-
-    def _updates(self, states: dict, edges: dict, env_steps: jax.Array, key: jax.Array):
-        """``updates_per_iteration`` rounds of sample → update phase → new priorities, once the
-        warm-up is over. Metrics are means over the rounds (zeros, with ``updates = 0``, during
-        the warm-up)."""
-        off, schedule = self.off_policy, self.schedule
-        replay = schedule.sample[0]
-        round_states = {n: states[n] for n in sorted({*schedule.update, replay})}
-
-        def one_update(carry: dict, key: jax.Array):
-            k_sample, k_learn = jax.random.split(key)
-            carry, out = self._call_method(carry, schedule.sample, edges, k_sample)
-            carry, outputs = self._phase(schedule.update, carry, {**edges, **out}, k_learn)
-            if schedule.feedback is not None:  # the last update-phase writer of td_error
-                td_error = next(o[TD_ERROR] for o in reversed(outputs.values()) if TD_ERROR in o)
-                feedback = {**out, TD_ERROR: td_error}
-                carry, _ = self._call_method(carry, schedule.feedback, feedback, k_sample)
-            return carry, _metrics(outputs, self.learner.name)
-
-        keys = jax.random.split(key, off.updates_per_iteration)
-        metric_names = sorted(jax.eval_shape(one_update, round_states, keys[0])[1])
-
-        def updates(carry):
-            # Metrics are summed in the carry (see fragments.minibatch for why not stacked).
-            def body(inner, key):
-                carry, sums = inner
-                carry, metrics = one_update(carry, key)
-                return (carry, sums + jnp.stack([metrics[k] for k in metric_names])), None
-
-            sums = jnp.zeros(len(metric_names), jnp.float32)
-            (carry, sums), _ = jax.lax.scan(body, (carry, sums), keys)
-            return carry, sums / off.updates_per_iteration
-
-        def warm_up(carry):
-            return carry, jnp.zeros(len(metric_names), jnp.float32)
-
-        ready = (env_steps >= off.learning_starts) & off.can_sample(states[replay])
-        round_states, means = jax.lax.cond(ready, updates, warm_up, round_states)
-        metrics = {k: means[i] for i, k in enumerate(metric_names)}
-        metrics["updates"] = jnp.where(ready, off.updates_per_iteration, 0).astype(jnp.float32)
-        return {**states, **round_states}, metrics
-
-    def _call_method(self, states: dict, where: tuple[str, str], edges: dict, key: jax.Array):
-        name, method = where
-        state, out = call(self._by_name[name], states[name], edges, key, method)
-        return {**states, name: state}, out
+        return state._replace(fragments=learn.states, iteration=state.iteration + 1), metrics
 
     def iteration(self, state: LoopState, _: Any = None) -> tuple[LoopState, Metrics]:
         state, trajectory, k_learn = self.rollout(state)
@@ -256,28 +295,168 @@ class Loop:
 
     # -- helpers -----------------------------------------------------------------------------
 
+    def fragment(self, name: str) -> Fragment:
+        return self._by_name[name]
+
+    def published_by(self, name: str, states: dict) -> dict[str, Any]:
+        """What fragment ``name`` publishes from its state in ``states``."""
+        return published(self._by_name[name], states[name])
+
     def published_edges(self, states: dict) -> dict[str, Any]:
         """Every edge the fragments in ``states`` publish from their current state (no
         computation). ``states`` may hold one side only (the learner's, on its own devices)."""
         edges: dict[str, Any] = {}
         for frag in self.fragments:
             if frag.name in states:
-                edges.update(published(frag, states[frag.name]))
+                edges.update(self.published_by(frag.name, states))
         return edges
 
-    @property
-    def learner_side(self) -> tuple[str, ...]:
-        """The fragments an actor/learner placement keeps with the learner: all but the step
-        phase's, which stay with the actors."""
-        return tuple(f.name for f in self.fragments if f not in self.step_fragments)
+
+def drive(body: Generator, run: StepRunner) -> Any:
+    """Run a step body (:meth:`Loop.step_calls`) to its end, each call carried out by ``run``."""
+    try:
+        request = next(body)
+        while True:
+            request = body.send(run(*request))
+    except StopIteration as done:
+        return done.value
 
 
-def _metrics(outputs: dict[str, dict], learner: str) -> Metrics:
-    """The learner's ``metrics`` output, plus any other fragment's, prefixed by its name."""
-    metrics = dict(outputs.get(learner, {}).get("metrics", {}))
-    for name, out in outputs.items():
-        if name != learner and "metrics" in out:
-            metrics.update({f"{name}/{k}": v for k, v in out["metrics"].items()})
+class _Learn:
+    """The nodes after the rollout, run one after another over the graph state ``states``.
+
+    An input is read, in turn, from what earlier calls of the node wrote (and what the
+    every-iteration node wrote, for the nodes after it), from the loop's edges, and from the
+    current state of the fragment that publishes it."""
+
+    def __init__(self, loop: Loop, states: dict, loop_edges: dict):
+        self.loop, self.states, self.loop_edges = loop, dict(states), loop_edges
+        self.carried: dict[str, Any] = {}  # outputs of the every-iteration node
+
+    def node(self, node: Node, key: jax.Array, iteration: jax.Array) -> Metrics:
+        if isinstance(node.cadence, Iteration):
+            states, outputs, written = self.calls(node.calls, self.states, key)
+            self.states = states
+            self.carried = written
+            return _metrics(outputs, self.loop.learner.name)
+        if isinstance(node.cadence, Rounds):
+            return self.rounds(node, key)
+        if isinstance(node.cadence, Every):
+            return self.every(node, key, iteration)
+        raise GraphError(f"no loop for a node of cadence {node.cadence!r}")
+
+    def edges(self, names: Sequence[str], states: Mapping, written: Mapping) -> dict[str, Any]:
+        """The edges ``names`` as a call sees them (see the class docstring)."""
+        edges = {}
+        for name in names:
+            if name in written:
+                edges[name] = written[name]
+            elif name in self.loop_edges:
+                edges[name] = self.loop_edges[name]
+            else:
+                edges[name] = self.loop.published_by(self.loop.graph.publisher(name), states)[name]
+        return edges
+
+    def calls(self, calls: Sequence[Call], states: dict, key: jax.Array, keys=None):
+        """``calls`` in order on ``states``; one key each from ``key`` (``key`` itself for one
+        call), or from ``keys(call)`` where given. Returns ``(states, outputs by call label,
+        edges written)``."""
+        states, written, outputs = dict(states), dict(self.carried), {}
+        if keys is None:
+            split = [key] if len(calls) == 1 else list(jax.random.split(key, len(calls)))
+            keys = dict(zip(calls, split, strict=True)).__getitem__
+        for c in calls:
+            frag = self.loop.fragment(c.fragment)
+            inputs = self.edges(c.inputs, states, written)
+            states[c.fragment], out = call(frag, states[c.fragment], inputs, keys(c), c.method)
+            outputs[c.label] = out
+            written.update({k: v for k, v in out.items() if k != METRICS})
+        return states, outputs, written
+
+    def rounds(self, node: Node, key: jax.Array) -> Metrics:
+        """``count`` rounds of the node's calls while its condition holds. Metrics are means over
+        the rounds (zeros, with ``updates = 0``, where the condition does not hold)."""
+        cadence: Rounds = node.cadence
+        members = sorted(node.fragments)
+        applies = [c for c in node.calls if c.method == "apply"]
+        outer = self.states
+
+        def one_round(carry: dict, key: jax.Array):
+            k_methods, k_apply = jax.random.split(key)
+            split = (
+                [k_apply] if len(applies) == 1 else list(jax.random.split(k_apply, len(applies)))
+            )
+            own = dict(zip(applies, split, strict=True))
+            states, outputs, _ = self.calls(
+                node.calls, {**outer, **carry}, key, lambda c: own.get(c, k_methods)
+            )
+            return {n: states[n] for n in members}, _metrics(outputs, self.loop.learner.name)
+
+        keys = jax.random.split(key, cadence.count)
+        round_states = {n: outer[n] for n in members}
+        names = sorted(jax.eval_shape(one_round, round_states, keys[0])[1])
+
+        def run(carry):
+            # Metrics are summed in the carry (see fragments.minibatch for why not stacked).
+            def body(inner, key):
+                carry, sums = inner
+                carry, metrics = one_round(carry, key)
+                return (carry, sums + jnp.stack([metrics[k] for k in names])), None
+
+            sums = jnp.zeros(len(names), jnp.float32)
+            (carry, sums), _ = jax.lax.scan(body, (carry, sums), keys)
+            return carry, sums / cadence.count
+
+        def skip(carry):
+            return carry, jnp.zeros(len(names), jnp.float32)
+
+        if cadence.when is None:
+            ready = jnp.bool_(True)
+            round_states, means = run(round_states)
+        else:
+            ready = cadence.when.fn(self.edges(cadence.when.reads, outer, self.carried))
+            round_states, means = jax.lax.cond(ready, run, skip, round_states)
+        self.states = {**outer, **round_states}
+        metrics = {k: means[i] for i, k in enumerate(names)}
+        primary = self.loop.learner.name in members
+        count = "updates" if primary else f"{node.fragments[0]}/updates"
+        metrics[count] = jnp.where(ready, cadence.count, 0).astype(jnp.float32)
+        return metrics
+
+    def every(self, node: Node, key: jax.Array, iteration: jax.Array) -> Metrics:
+        """The node's calls at the end of every ``n``-th iteration, skipped (a ``lax.cond``)
+        otherwise. Its fragments' metrics are ``<fragment>/<metric>`` (zeros where it did not
+        run) with ``<fragment>/runs``, 1 where it ran: metric rows average over the iterations
+        that ran (``jaxrl_fdg.run.metrics``)."""
+        members = sorted(node.fragments)
+        outer = self.states
+
+        def run(sub: dict):
+            states, outputs, _ = self.calls(node.calls, {**outer, **sub}, key)
+            return {n: states[n] for n in members}, _metrics(outputs, None)
+
+        sub = {n: outer[n] for n in members}
+        shapes = jax.eval_shape(run, sub)[1]
+
+        def skip(sub: dict):
+            return sub, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+        ran = (iteration + 1) % node.cadence.n == 0
+        sub, metrics = jax.lax.cond(ran, run, skip, sub)
+        self.states = {**outer, **sub}
+        for name in members:
+            metrics[f"{name}/{RUNS}"] = ran.astype(jnp.float32)
+        return metrics
+
+
+def _metrics(outputs: dict[str, dict], learner: str | None) -> Metrics:
+    """The primary learner's ``metrics`` output as it is, every other call's prefixed by its
+    fragment's name."""
+    metrics = dict(outputs.get(learner, {}).get(METRICS, {})) if learner else {}
+    for label, out in outputs.items():
+        if label != learner and METRICS in out:
+            prefix = label.split(".")[0]
+            metrics.update({f"{prefix}/{k}": v for k, v in out[METRICS].items()})
     return metrics
 
 
@@ -300,4 +479,11 @@ def episode_metrics(trajectory: Transition) -> Metrics:
     return metrics
 
 
-__all__ = ["Loop", "RolloutCarry", "episode_metrics", "iterations_done"]
+__all__ = [
+    "Loop",
+    "RolloutCarry",
+    "StepCall",
+    "drive",
+    "episode_metrics",
+    "iterations_done",
+]

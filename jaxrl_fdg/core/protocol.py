@@ -15,15 +15,17 @@ from typing import Any, Protocol
 
 import jax
 
+from jaxrl_fdg.core.algorithm import Algorithm
 from jaxrl_fdg.core.fragment import Fragment
 from jaxrl_fdg.core.graph import Graph, Schedule
-from jaxrl_fdg.core.loop import Loop, RolloutCarry
+from jaxrl_fdg.core.loop import Loop, StepRunner
 from jaxrl_fdg.core.types import LoopState, Metrics, Transition
 
 
 class LoopLike(Protocol):
-    """The members a plan uses. Computing pieces first (a wrapper may transform them), then the
-    edge plumbing, which computes nothing and works on states of any batch shape."""
+    """What a plan uses of a loop: the graph it runs, the pure pieces it compiles (a wrapper
+    may transform them: vmap them over lanes, map them over shards), and the rollout driven
+    from Python, which computes nothing itself and works on states of any batch shape."""
 
     graph: Graph
     rollout_len: int
@@ -34,14 +36,13 @@ class LoopLike(Protocol):
     def learn(self, state: LoopState, trajectory: Transition, key: jax.Array) -> tuple: ...
     def iteration(self, state: LoopState, _: Any = None) -> tuple[LoopState, Metrics]: ...
     def step_fn(self, index: int) -> Callable: ...
+    def host_step_fn(self, index: int) -> Callable: ...
     def stack(self, transitions: Sequence[Transition]) -> Transition: ...
 
+    def unroll(
+        self, state: LoopState, key: jax.Array, run: StepRunner, steps: int | None = None
+    ) -> tuple[LoopState, list[Transition]]: ...
     def fixed_edges(self, states: dict) -> dict[str, Any]: ...
-    def step_edges(self, fixed: dict, carry: RolloutCarry) -> dict[str, Any]: ...
-    def rollout_carry(self, states: dict, key: jax.Array) -> RolloutCarry: ...
-    def end_rollout(self, states: dict, carry: RolloutCarry) -> dict: ...
-    def transition(self, edges: dict, outputs: dict[str, dict]) -> Transition: ...
-    def published_edges(self, states: dict) -> dict[str, Any]: ...
 
 
 class LoopWrapper:
@@ -70,6 +71,10 @@ class LoopWrapper:
     @property
     def rollout_len(self) -> int:
         return self.inner.rollout_len
+
+    @property
+    def algorithm(self) -> Algorithm:
+        return self.base.algorithm
 
     @property
     def fragments(self) -> tuple[Fragment, ...]:
@@ -126,25 +131,16 @@ class LoopWrapper:
     def step_fn(self, index: int) -> Callable:
         return self.inner.step_fn(index)
 
+    def host_step_fn(self, index: int) -> Callable:
+        return self.inner.host_step_fn(index)
+
     def stack(self, transitions: Sequence[Transition]) -> Transition:
         return self.inner.stack(transitions)
 
     # -- plumbing ----------------------------------------------------------------------------
 
+    def unroll(self, state: LoopState, key: jax.Array, run: StepRunner, steps: int | None = None):
+        return self.inner.unroll(state, key, run, steps)
+
     def fixed_edges(self, states: dict) -> dict[str, Any]:
         return self.inner.fixed_edges(states)
-
-    def step_edges(self, fixed: dict, carry: RolloutCarry) -> dict[str, Any]:
-        return self.inner.step_edges(fixed, carry)
-
-    def rollout_carry(self, states: dict, key: jax.Array) -> RolloutCarry:
-        return self.inner.rollout_carry(states, key)
-
-    def end_rollout(self, states: dict, carry: RolloutCarry) -> dict:
-        return self.inner.end_rollout(states, carry)
-
-    def transition(self, edges: dict, outputs: dict[str, dict]) -> Transition:
-        return self.inner.transition(edges, outputs)
-
-    def published_edges(self, states: dict) -> dict[str, Any]:
-        return self.inner.published_edges(states)

@@ -111,7 +111,7 @@ def env_fragment(resolved: Any) -> Fragment:
     share) of JAX environments, or of host simulators."""
     num_envs = resolved.context.num_envs
     if resolved.env.on_host:
-        from jaxrl_fdg.envs.host import host_env_fragment
+        from jaxrl_fdg.core.env_fragment import host_env_fragment
 
         return host_env_fragment(resolved.env, num_envs)
     from jaxrl_fdg.core.env_fragment import env_fragment as jax_env_fragment

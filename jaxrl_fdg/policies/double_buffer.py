@@ -1,77 +1,55 @@
 """The double-buffered plan of placement ``host_env`` (fusion ``step``): the host steps one half
-of the simulators while the device computes the other half's actions.
+of the simulators while the device computes the other half's calls.
 
-It runs the calls of :class:`~jaxrl_fdg.policies.host_env.HalvedLoop` in the same order with the
-same keys, but steps the simulators itself, in Python, between asynchronously dispatched actor
-programs, so it equals the fused modes' run bit for bit (tests/policies/test_host_env.py).
+It drives the loop's one step body (:meth:`~jaxrl_fdg.core.loop.Loop.step_calls`) for each half
+of :class:`~jaxrl_fdg.policies.host_env.HalvedLoop`, in the order the fused modes run them and
+with the same keys, but interleaves the two halves: a half's device calls are dispatched without
+waiting, and the body is parked when it reaches a call of a host fragment, which runs (in numpy,
+``Fragment.host_apply``) only once the other half's device calls are in flight. It equals the
+fused modes' run bit for bit (tests/policies/test_host_env.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
-from jaxrl_fdg.core.env_fragment import EnvFragmentState
-from jaxrl_fdg.core.fragment import Fragment
-from jaxrl_fdg.core.loop import RolloutCarry
+from jaxrl_fdg.core.loop import RolloutCarry, StepCall
 from jaxrl_fdg.core.types import LoopState, Transition
 from jaxrl_fdg.policies.fusion import Plan
 from jaxrl_fdg.policies.halved import HALVES, HalvedLoop
 from jaxrl_fdg.profiling.timers import Timings
 
 
-def host_env_step(
-    state: EnvFragmentState, actions: np.ndarray
-) -> tuple[EnvFragmentState, dict[str, np.ndarray]]:
-    """One half's env step on the host, in numpy: the host env fragment's ``apply`` without the
-    callback (the simulators, then the same episode bookkeeping in the same float32 arithmetic,
-    so the result equals the fragment's bit for bit; the tests check it)."""
-    from jaxrl_fdg.envs.host import step_simulators
+class _Parked(NamedTuple):
+    """A half's step body waiting at a host call."""
 
-    handle = np.asarray(state.env)
-    observation, reward, terminated, truncated, final = step_simulators(handle, actions)
-    done = terminated | truncated
-    episode_return = np.asarray(state.episode_return) + reward
-    episode_length = np.asarray(state.episode_length) + np.int32(1)
-    new_state = EnvFragmentState(
-        handle,
-        observation,
-        np.where(done, np.float32(0), episode_return),
-        np.where(done, np.int32(0), episode_length),
-    )
-    outputs = {
-        "reward": reward,
-        "terminated": terminated,
-        "truncated": truncated,
-        "next_observation": final,
-        "episode_return": episode_return,
-        "episode_length": episode_length,
-    }
-    return new_state, outputs
+    body: Any
+    request: StepCall
 
 
 class DoubleBufferedPlan(Plan):
     """Fusion ``step`` for placement ``host_env``: the host steps one half of the environments
-    while the device computes the other half's actions.
+    while the device computes the other half's calls.
 
-    Compiled programs: ``keys`` (begin), ``actor`` (one half's policy call), ``stack`` (the
-    trajectory, from the actor's outputs and the env's side, which the host has already stacked
-    in numpy) and ``learner``. The simulators are stepped in Python in scope ``env``, whose
-    ``device_s`` is the host waiting for a half's actions and ``dispatch_s`` the stepping. Each
-    iteration drains the pipeline before the learner, whose new parameters the next rollout's
-    actor calls need.
+    Compiled programs: ``keys`` (begin), one per device call of the step body (named after the
+    call, as in the step plan), ``stack`` (the trajectory, from the device calls' outputs and the
+    host side, which is stacked in numpy first) and ``learner``. Host calls run in Python in a
+    scope named after the call, whose ``device_s`` is the host waiting for the half's inputs
+    and ``dispatch_s`` the stepping. Each iteration drains the pipeline before the learner,
+    whose new parameters the next rollout's calls need.
 
     Args:
-      pipelined: ``False`` waits for each actor call as soon as it is dispatched, so the host
+      pipelined: ``False`` waits for each device call as soon as it is dispatched, so the host
         never steps while device work is in flight: the same computation without the overlap,
         for measuring what the overlap gains.
       schedule: a list to record the order of events in (for tests and diagnosis), or ``None``.
-        Entries are ``("dispatch", h, t)`` when half ``h``'s actor call for step ``t`` is
-        dispatched, and ``("host_start" | "host_end", h, t, other)`` around the host stepping of
-        half ``h`` at step ``t``, where ``other`` says whether the other half's in-flight
-        actions were ready then (``None`` when none is in flight).
+        Entries are ``("dispatch", h, t)`` when half ``h``'s device calls before its host call
+        of step ``t`` are dispatched, and ``("host_start" | "host_end", h, t, other)`` around
+        the host call of half ``h`` at step ``t``, where ``other`` says whether the other half's
+        in-flight inputs were ready then (``None`` when none is in flight).
     """
 
     mode = "step"
@@ -92,44 +70,64 @@ class DoubleBufferedPlan(Plan):
         super().__init__(loop, timings)
         self.pipelined = pipelined
         self.schedule = schedule
-        self.simulator = loop.simulator
+        calls = loop.schedule.rollout.calls
+        self._names = [c.label for c in calls]
+        self._host = [loop.fragment(c.fragment).placement == "host" for c in calls]
+        self._layout: tuple[Any, list[bool]] | None = None  # the transition's leaves: host?
+
+    # -- programs ----------------------------------------------------------------------------
 
     def _signatures(self, state):
         loop: HalvedLoop = self.loop
         state_b, keys, k_learn = jax.eval_shape(loop.begin, state)
-        fixed = loop.fixed_edges(state.fragments)
-        view = loop.half(loop.rollout_carry(state.fragments, keys), 0)
-        edges = loop.step_edges(fixed, view)
-        actor_args = (view.states[loop.actor.name], _inputs(loop.actor, edges), view.key)
-        _, actor_out, (k_env,), _ = jax.eval_shape(loop.step_fn(0), *actor_args)
-        env_args = (
-            view.states[loop.env_frag.name],
-            _inputs(loop.env_frag, {**edges, **actor_out}),
-            k_env,
-        )
-        _, env_out = jax.eval_shape(loop.step_fn(1), *env_args)
-        host_side = {"observation": edges["observation"], **env_out}
-        stacked = {  # [T, num_envs, ...]: the halves concatenated, the steps stacked
-            k: jax.ShapeDtypeStruct((loop.rollout_len, HALVES * x.shape[0], *x.shape[1:]), x.dtype)
-            for k, x in host_side.items()
-        }
-        actor_outs = [[actor_out] * HALVES] * loop.rollout_len
-        trajectory = jax.eval_shape(self._stack, actor_outs, stacked)
-        return {
-            "keys": (loop.begin, (state,)),
-            "actor": (loop.step_fn(0), actor_args),
-            "stack": (self._stack, (actor_outs, stacked)),
-            "learner": (loop.learn, (state_b, trajectory, k_learn)),
-        }
+        signatures = {"keys": (loop.begin, (state,))}
 
-    def _stack(self, actor_outs: list[list[dict]], host_side: dict) -> Transition:
-        """The trajectory ``[T, num_envs]``: the actor's outputs (``[T][half]``, on the device)
-        joined and stacked here; observations and env outputs stacked already, on the host."""
-        loop: HalvedLoop = self.loop
-        actor_out = loop.stack([loop.join(halves) for halves in actor_outs])
-        env_out = {k: v for k, v in host_side.items() if k != "observation"}
-        edges = {**host_side, "action": actor_out["action"]}
-        return loop.transition(edges, {loop.actor.name: actor_out, loop.env_frag.name: env_out})
+        def shapes(index: int, *args):
+            out = jax.eval_shape(loop.step_fn(index), *args)
+            if self._host[index]:  # computed on the host: numpy, as host_apply returns
+                return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), out)
+            signatures[self._names[index]] = (loop.step_fn(index), args)
+            return out
+
+        carry = loop.half(loop.rollout_carry(self._on_host(state.fragments), keys), 0)
+        _, transition = loop.step(loop.fixed_edges(state.fragments), carry, shapes)
+        leaves, treedef = jax.tree.flatten(transition)
+        self._layout = treedef, [isinstance(x, np.ndarray) for x in leaves]
+        steps = [[transition] * HALVES] * loop.rollout_len
+        device, host = self._split(steps)
+        trajectory = jax.eval_shape(self._stack, device, host)
+        signatures["stack"] = (self._stack, (device, host))
+        signatures["learner"] = (loop.learn, (state_b, trajectory, k_learn))
+        return signatures
+
+    def _split(self, steps: list[list[Transition]]) -> tuple[list, list]:
+        """The leaves of ``steps`` (``[T][half]``): the device ones as they are, per leaf
+        ``[T][half]``; the host ones joined (half 0 first) and stacked in numpy, ``[T, B, ...]``
+        (a shape struct where given shapes)."""
+        treedef, on_host = self._layout
+        flat = [[treedef.flatten_up_to(x) for x in halves] for halves in steps]
+        device, host = [], []
+        for i, host_leaf in enumerate(on_host):
+            parts = [[half[i] for half in halves] for halves in flat]
+            if host_leaf:
+                host.append(np.stack([np.concatenate(halves) for halves in parts]))
+            else:
+                device.append(parts)
+        return device, host
+
+    def _stack(self, device: list, host: list) -> Transition:
+        """The trajectory ``[T, num_envs]`` from :meth:`_split`'s parts."""
+        treedef, on_host = self._layout
+        device, host = iter(device), iter(host)
+        leaves = [
+            next(host)
+            if host_leaf
+            else HalvedLoop.stack([HalvedLoop.join(h) for h in next(device)])
+            for host_leaf in on_host
+        ]
+        return jax.tree.unflatten(treedef, leaves)
+
+    # -- running -----------------------------------------------------------------------------
 
     def _advance(self, state, n):
         per_iteration = []
@@ -138,67 +136,90 @@ class DoubleBufferedPlan(Plan):
             per_iteration.append(metrics)
         return state, per_iteration
 
+    def _on_host(self, states: dict) -> dict:
+        """``states`` with the env halves read back to the host, where they are stepped."""
+        env = self.loop.env_frag.name
+        return {**states, env: tuple(jax.device_get(h) for h in states[env])}
+
     def _iteration(self, state: LoopState) -> tuple[LoopState, Any]:
         loop: HalvedLoop = self.loop
         state, keys, k_learn = self._call("keys", state)
         fixed = loop.fixed_edges(state.fragments)
-        actor = state.fragments[loop.actor.name]
-        envs, keys = list(state.fragments[loop.env_frag.name]), list(keys)
-        in_flight: list[Any] = [None] * HALVES  # each half's actor outputs, once dispatched
+        env = loop.env_frag.name
+        states = self._on_host(state.fragments)
+        shared = {f.name: states[f.name] for f in loop.step_fragments if f.name != env}
+        halves, keys = list(states[env]), list(keys)
+        steps: list[list[Transition]] = [[] for _ in range(HALVES)]
 
-        def dispatch(h: int, t: int) -> None:
-            """Half ``h``'s actor call for step ``t``, dispatched without waiting."""
-            nonlocal actor
-            view = RolloutCarry({loop.actor.name: actor, loop.env_frag.name: envs[h]}, keys[h])
-            inputs = _inputs(loop.actor, loop.step_edges(fixed, view))
-            # The env key is unused: host simulators keep their own random streams.
-            actor, in_flight[h], _, keys[h] = self._call("actor", actor, inputs, keys[h])
-            if not self.pipelined:
-                with self.timings.scope("actor"):
-                    self.timings.wait(in_flight[h])
-            self._record("dispatch", h, t)
+        def start(h: int) -> _Parked | None:
+            """Half ``h``'s next step body, run up to its first host call."""
+            carry = RolloutCarry({**shared, env: halves[h]}, keys[h])
+            body = loop.step_calls(fixed, carry)
+            return self._run_device(h, len(steps[h]), body, next(body), shared)
 
-        for h in range(HALVES):
-            dispatch(h, 0)
-        actor_outs, host_side = [], []
+        def finish(h: int, done: tuple[RolloutCarry, Transition]) -> None:
+            carry, transition = done
+            halves[h], keys[h] = carry.states[env], carry.key
+            steps[h].append(transition)
+
+        parked: list[_Parked | None] = [start(h) for h in range(HALVES)]
         for t in range(loop.rollout_len):
-            actor_step, host_step = [], []
             for h in range(HALVES):
-                actor_out, in_flight[h] = in_flight[h], None
-                observation = np.asarray(envs[h].observation)
-                with self.timings.scope("env"):
-                    actions = self.timings.device_get(actor_out["action"])
-                    self._record("host_start", h, t, self._ready(in_flight[1 - h]))
-                    envs[h], env_out = host_env_step(envs[h], actions)
-                    self._record("host_end", h, t, self._ready(in_flight[1 - h]))
-                actor_step.append(actor_out)
-                host_step.append({"observation": observation, **env_out})
-                if t + 1 < loop.rollout_len:
-                    dispatch(h, t + 1)
-            actor_outs.append(actor_step)
-            host_side.append(host_step)
-        trajectory = self._call("stack", actor_outs, _stack_on_host(host_side))
-        fragments = {**state.fragments, loop.actor.name: actor, loop.env_frag.name: tuple(envs)}
+                done = self._run_host(h, t, parked[h], parked[1 - h], shared)
+                while isinstance(done, _Parked):  # another host call in the same step
+                    done = self._run_host(h, t, done, parked[1 - h], shared)
+                finish(h, done)
+                parked[h] = start(h) if t + 1 < loop.rollout_len else None
+        trajectory = self._call("stack", *self._split([list(s) for s in zip(*steps, strict=True)]))
+        fragments = {**state.fragments, **shared, env: tuple(halves)}
         return self._call("learner", state._replace(fragments=fragments), trajectory, k_learn)
+
+    def _run_device(self, h: int, t: int, body, request: StepCall, shared: dict):
+        """Carry out ``body``'s device calls (dispatched, not awaited) up to its next host call,
+        where it is parked; or to its end, whose value is returned."""
+        try:
+            while not self._host[request.index]:
+                name = self._names[request.index]
+                fragment = self.loop.schedule.rollout.calls[request.index].fragment
+                state = shared.get(fragment, request.state)
+                result = self._call(name, state, request.inputs, request.key)
+                if fragment in shared:
+                    shared[fragment] = result[0]
+                if not self.pipelined:
+                    with self.timings.scope(name):
+                        self.timings.wait(result)
+                request = body.send(result)
+        except StopIteration as done:
+            return done.value
+        self._record("dispatch", h, t)
+        return _Parked(body, request)
+
+    def _run_host(self, h: int, t: int, parked: _Parked, other: _Parked | None, shared: dict):
+        """The host call ``parked`` waits at, once its inputs are ready; then the body's device
+        calls up to its next host call or its end."""
+        body, request = parked
+        name = self._names[request.index]
+        fragment = self.loop.schedule.rollout.calls[request.index].fragment
+        with self.timings.scope(name):
+            inputs = self.timings.device_get(request.inputs)
+            self._record("host_start", h, t, self._ready(other))
+            state = shared.get(fragment, request.state)
+            result = self.loop.host_step_fn(request.index)(state, inputs, request.key)
+            self._record("host_end", h, t, self._ready(other))
+        if fragment in shared:
+            shared[fragment] = result[0]
+        try:
+            request = body.send(result)
+        except StopIteration as done:
+            return done.value
+        return self._run_device(h, t, body, request, shared)
 
     def _record(self, *event: Any) -> None:
         if self.schedule is not None:
             self.schedule.append(event)
 
-    def _ready(self, pending: Any) -> bool | None:
-        if self.schedule is None or pending is None:
+    def _ready(self, other: _Parked | None) -> bool | None:
+        if self.schedule is None or other is None:
             return None
-        return bool(pending["action"].is_ready())
-
-
-def _stack_on_host(steps: list[list[dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
-    """Per-step, per-half numpy records as ``{name: [T, num_envs, ...]}`` (half 0 first): a copy,
-    so the values are exactly those the pure definition's ``join`` and ``stack`` produce."""
-    return {
-        k: np.stack([np.concatenate([half[k] for half in halves]) for halves in steps])
-        for k in steps[0][0]
-    }
-
-
-def _inputs(frag: Fragment, edges: dict) -> dict:
-    return {name: edges[name] for name in frag.inputs}
+        arrays = [x for x in jax.tree.leaves(other.request.inputs) if isinstance(x, jax.Array)]
+        return all(x.is_ready() for x in arrays)

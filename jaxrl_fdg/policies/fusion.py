@@ -27,9 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg.core.cadence import Iteration
+from jaxrl_fdg.core.graph import Node, Schedule
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, GraphError
 from jaxrl_fdg.policies.compiling import Compiler, compile_timed
 from jaxrl_fdg.policies.metric_rows import MetricRows
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, Timings
@@ -40,11 +42,36 @@ AUTO_FUSION = "auto"
 
 PROGRAMS = {
     "eager": "none: every op is dispatched from Python (jax.disable_jit)",
-    "step": "[keys]; ([actor] [env])×T; [stack]; [learner] per iteration",
-    "fragment": "[rollout: (actor→env)×T] [learner] per iteration",
-    "iteration": "[iteration: (actor→env)×T → learner] per iteration",
-    "scan": "[scan: ((actor→env)×T → learner) × chunk iterations] per host boundary",
+    "step": "[keys]; ([call] per call of the step body)×T; [stack]; [learner] per iteration",
+    "fragment": "[rollout: (step body)×T] [learner: after the rollout] per iteration",
+    "iteration": "[iteration: (step body)×T → after the rollout] per iteration",
+    "scan": "[scan: ((step body)×T → after the rollout) × chunk iterations] per host boundary",
 }
+
+# Names of the step plan's own programs, which no call of the step body may take.
+STEP_PROGRAMS = ("init", "keys", "stack", "learner")
+
+
+def programs(schedule: Schedule) -> dict[str, str]:
+    """What each fusion mode compiles for ``schedule``: where its boundaries cut the tree."""
+    calls = [c.label for c in schedule.rollout.calls]
+    body = "→".join(calls)
+    after = "; ".join(_node_text(node) for node in schedule.after)
+    return {
+        "eager": PROGRAMS["eager"],
+        "step": f"[keys]; ({' '.join(f'[{c}]' for c in calls)})×T; [stack]; [learner: {after}] "
+        "per iteration",
+        "fragment": f"[rollout: ({body})×T] [learner: {after}] per iteration",
+        "iteration": f"[iteration: ({body})×T → {after}] per iteration",
+        "scan": f"[scan: (({body})×T → {after}) × chunk iterations] per host boundary",
+    }
+
+
+def _node_text(node: Node) -> str:
+    calls = "→".join(c.label for c in node.calls)
+    if isinstance(node.cadence, Iteration):
+        return calls
+    return f"{node.cadence}: {calls}"
 
 
 # Programs a caller adds to a plan's (evaluation): name -> (function, state -> its arguments).
@@ -220,35 +247,41 @@ class Plan:
 
 
 class StepPlan(Plan):
-    """A Python loop over env steps; each step fragment's call is its own compiled program
-    (named after the fragment). A host-placed fragment is not compiled: it runs in Python
-    between the compiled calls."""
+    """A Python loop over env steps; each call of the step body is its own compiled program
+    (named after the call: the fragment, or ``fragment.method``). A host-placed fragment is not
+    compiled: it runs in Python between the compiled calls."""
 
     mode = "step"
 
+    def __init__(self, loop: LoopLike, timings: Timings | None = None):
+        super().__init__(loop, timings)
+        calls = loop.graph.schedule.rollout.calls
+        self._names = [c.label for c in calls]
+        taken = sorted(set(self._names) & set(STEP_PROGRAMS))
+        if taken:
+            raise GraphError(
+                f"fusion 'step' names a program after each step call; {', '.join(taken)} "
+                f"would clash with its own ({', '.join(STEP_PROGRAMS)}): rename the fragment"
+            )
+        graph = loop.graph
+        self._host = {c.label for c in calls if graph.fragment(c.fragment).placement == "host"}
+
     def _uncompiled(self) -> set[str]:
-        return {f.name for f in self.loop.step_fragments if f.placement == "host"}
+        return self._host
 
     def _signatures(self, state):
         loop = self.loop
         state_b, k_rollout, k_learn = jax.eval_shape(loop.begin, state)
-        fixed = loop.fixed_edges(state.fragments)
-        carry = loop.rollout_carry(state.fragments, k_rollout)
         signatures = {"keys": (loop.begin, (state,))}
-        edges, outputs, keys = loop.step_edges(fixed, carry), {}, (carry.key,)
-        for i, frag in enumerate(loop.step_fragments):
-            args = (
-                carry.states[frag.name],
-                _inputs(frag, edges),
-                keys[0] if i == 0 else keys[i - 1],
-            )
-            signatures[frag.name] = (loop.step_fn(i), args)
-            result = jax.eval_shape(loop.step_fn(i), *args)
-            if i == 0:
-                keys = result[2]
-            outputs[frag.name] = result[1]
-            edges.update(result[1])
-        transitions = [loop.transition(edges, outputs)] * loop.rollout_len
+
+        def shapes(index: int, *args):  # the step body, run once on shapes: each call's program
+            name = self._names[index]
+            fn = loop.host_step_fn(index) if name in self._host else loop.step_fn(index)
+            signatures[name] = (fn, args)
+            return jax.eval_shape(loop.step_fn(index), *args)
+
+        _, (transition,) = loop.unroll(state, k_rollout, shapes, steps=1)
+        transitions = [transition] * loop.rollout_len
         trajectory = jax.eval_shape(loop.stack, transitions)
         signatures["stack"] = (loop.stack, (transitions,))
         signatures["learner"] = (loop.learn, (state_b, trajectory, k_learn))
@@ -258,42 +291,14 @@ class StepPlan(Plan):
         per_iteration = []
         for _ in range(n):
             state, k_rollout, k_learn = self._call("keys", state)
-            carry = self.loop.rollout_carry(state.fragments, k_rollout)
-            fixed = self.loop.fixed_edges(state.fragments)
-            transitions = []
-            for _ in range(self.loop.rollout_len):
-                carry, transition = self._step(fixed, carry)
-                transitions.append(transition)
+            state, transitions = self.loop.unroll(state, k_rollout, self._run_step)
             trajectory = self._call("stack", transitions)
-            states = self.loop.end_rollout(state.fragments, carry)
-            state, metrics = self._call(
-                "learner", state._replace(fragments=states), trajectory, k_learn
-            )
+            state, metrics = self._call("learner", state, trajectory, k_learn)
             per_iteration.append(metrics)
         return state, per_iteration
 
-    def _step(self, fixed: dict, carry):
-        """One env step: the step fragments' programs in order, each on the edges so far."""
-        loop = self.loop
-        edges, states, outputs = loop.step_edges(fixed, carry), dict(carry.states), {}
-        key, keys = carry.key, ()
-        for i, frag in enumerate(loop.step_fragments):
-            inputs = _inputs(frag, edges)
-            if i == 0:
-                states[frag.name], out, keys, key = self._call(
-                    frag.name, states[frag.name], inputs, key
-                )
-            else:
-                states[frag.name], out = self._call(
-                    frag.name, states[frag.name], inputs, keys[i - 1]
-                )
-            outputs[frag.name] = out
-            edges.update(out)
-        return carry._replace(states=states, key=key), loop.transition(edges, outputs)
-
-
-def _inputs(frag, edges: dict) -> dict:
-    return {name: edges[name] for name in frag.inputs}
+    def _run_step(self, index: int, *args: Any):
+        return self._call(self._names[index], *args)
 
 
 class EagerPlan(StepPlan):
@@ -309,8 +314,8 @@ class EagerPlan(StepPlan):
         """Nothing of the loop's compiles; programs in ``extra`` (evaluation) still do."""
         loop = self.loop
         self._programs = {"keys": loop.begin, "stack": loop.stack, "learner": loop.learn}
-        for i, frag in enumerate(loop.step_fragments):
-            self._programs[frag.name] = loop.step_fn(i)
+        for i, name in enumerate(self._names):
+            self._programs[name] = loop.host_step_fn(i) if name in self._host else loop.step_fn(i)
         self._compile_each(
             {name: (fn, args_for(state)) for name, (fn, args_for) in (extra or {}).items()}
         )

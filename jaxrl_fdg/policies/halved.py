@@ -41,7 +41,7 @@ class HalvedLoop(Loop):
         cls, simulator: Any, num_envs: int, algorithm: Algorithm, rollout_len: int
     ) -> HalvedLoop:
         """``num_envs`` environments of a host ``simulator``, as two halves."""
-        from jaxrl_fdg.envs.host import host_env_fragment
+        from jaxrl_fdg.core.env_fragment import host_env_fragment
 
         if num_envs % HALVES or num_envs < HALVES:
             raise ConfigError(
@@ -72,20 +72,20 @@ class HalvedLoop(Loop):
         return state, _split(k_rollout), k_learn
 
     def half(self, carry: RolloutCarry, h: int) -> RolloutCarry:
-        """Half ``h``'s view of a rollout carry: the shared actor state, its env state and key."""
+        """Half ``h``'s view of a rollout carry: the shared states of the other step fragments
+        (the actor's), its env state and key."""
         env = self.env_frag.name
         return RolloutCarry({**carry.states, env: carry.states[env][h]}, carry.key[h])
 
     def rollout_step(self, fixed: dict, carry: RolloutCarry, _: Any = None):
-        """Half 0's step, then half 1's (the actor state passed from one to the next); the
-        step's transition is the two halves' concatenated along the env axis."""
-        actor, env = self.actor.name, self.env_frag.name
+        """Half 0's step, then half 1's (the other step fragments' states, the actor's, passed
+        from one to the next); the step's transition is the two halves' concatenated along the
+        env axis."""
+        env = self.env_frag.name
         states, envs, keys, transitions = dict(carry.states), [], [], []
         for h in range(HALVES):
-            view, transition = Loop.rollout_step(
-                self, fixed, self.half(carry._replace(states=states), h)
-            )
-            states[actor] = view.states[actor]
+            view, transition = self.step(fixed, self.half(carry._replace(states=states), h))
+            states.update({name: s for name, s in view.states.items() if name != env})
             envs.append(view.states[env])
             keys.append(view.key)
             transitions.append(transition)
@@ -97,18 +97,12 @@ class HalvedLoop(Loop):
         """Transitions of the halves as one of the whole batch (half 0's environments first)."""
         return jax.tree.map(lambda *xs: jnp.concatenate(xs), *halves)
 
-    def published_edges(self, states: dict) -> dict[str, Any]:
-        """As :meth:`Loop.published_edges`; the env's edges are its halves' concatenated."""
-        edges: dict[str, Any] = {}
-        for frag in self.fragments:
-            if frag.name not in states:
-                continue
-            if frag is self.env_frag:
-                halves = [published(frag, s) for s in states[frag.name]]
-                edges.update(jax.tree.map(lambda *xs: jnp.concatenate(xs), *halves))
-            else:
-                edges.update(published(frag, states[frag.name]))
-        return edges
+    def published_by(self, name: str, states: dict) -> dict[str, Any]:
+        """As :meth:`Loop.published_by`; the env's edges are its halves' concatenated."""
+        if name != self.env_frag.name:
+            return super().published_by(name, states)
+        halves = [published(self.env_frag, s) for s in states[name]]
+        return jax.tree.map(lambda *xs: jnp.concatenate(xs), *halves)
 
 
 def _split(key: jax.Array) -> tuple[jax.Array, ...]:

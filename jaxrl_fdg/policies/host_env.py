@@ -92,21 +92,34 @@ class HostEnv(BasePlacement):
             )
 
     def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
-        from jaxrl_fdg.envs.host import host_env_fragment
+        from jaxrl_fdg.core.env_fragment import host_env_fragment
 
         half = host_env_fragment(resolved.env, resolved.config.num_envs // HALVES)
         loop = build(half, {}, functools.partial(HalvedLoop, simulator=resolved.env))
-        if loop.schedule.step != (loop.actor.name, loop.env_frag.name):
-            raise ConfigError(
-                f"placement 'host_env' steps an actor then the simulators; this graph's step "
-                f"phase is {' -> '.join(loop.schedule.step)}"
-            )
+        check_halves(loop)
         return loop
 
     def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
         if mode == "step":
             return DoubleBufferedPlan(loop, timings)
         return make_fused_plan(mode, loop, timings, chunk)
+
+
+def check_halves(loop: HalvedLoop) -> None:
+    """The halves share the step body's other fragments (the actor) and read what those publish
+    as each half's step begins. The double-buffered plan begins a half's step before the other
+    half's has ended, so such an edge would be read at other times than in the fused modes:
+    refused, naming it."""
+    env = loop.env_frag.name
+    reads = {e for c in loop.schedule.rollout.calls for e in c.inputs}
+    for frag in loop.step_fragments:
+        shared = set(frag.published) & reads if frag.name != env else set()
+        if shared:
+            raise ConfigError(
+                f"placement 'host_env' interleaves two halves of the envs; {frag.name!r} "
+                f"publishes {', '.join(sorted(shared))}, read within the step, which the halves "
+                "would read at other times than the fused modes (use placement 'single')"
+            )
 
 
 HOST_ENV = register(HostEnv())

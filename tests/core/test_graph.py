@@ -95,18 +95,31 @@ def test_loop_transition_shapes():
     assert trajectory.terminated.dtype == jnp.bool_
 
 
+def _labels(node):
+    return tuple(c.label for c in node.calls)
+
+
 def test_schedules_follow_the_edges():
     ppo = _ppo_loop().graph.schedule
-    assert ppo.step == ("actor", "env") and ppo.learn == ("learner",) and ppo.sample is None
+    assert ppo.step == ("actor", "env")
+    assert [(type(n.cadence).__name__, _labels(n)) for n in ppo.after] == [
+        ("Iteration", ("learner",))
+    ]
     dqn = rl.build_loop(resolve(rl.TrainConfig(algo="dqn", out=None))).graph
-    assert dqn.schedule.learn == ("replay",)  # stores the trajectory
-    assert dqn.schedule.sample == ("replay", "sample")
-    assert dqn.schedule.update == ("learner",)
-    assert dqn.schedule.feedback == ("replay", "update")
+    store, updates = dqn.schedule.after
+    assert _labels(store) == ("replay",)  # stores the trajectory, every iteration
+    # The learner's rounds: the replay's methods join them by the edges batch and td_error.
+    assert isinstance(updates.cadence, rl.core.Rounds)
+    assert _labels(updates) == ("replay.sample", "learner", "replay.update")
     edges = {(e.source, e.target, e.kind) for e in dqn.edges}
-    assert ("replay.batch", "learner.batch", "sample") in edges
-    assert ("learner.td_error", "replay.update:td_error", "priorities") in edges
+    assert ("replay.batch", "learner.batch", "round") in edges
+    assert ("learner.td_error", "replay.update:td_error", "round") in edges
     assert ("loop.env_steps", "replay.sample:env_steps", "loop") in edges
+    condition = {e for e in edges if "?" in e[1]}
+    assert {(e[0], e[1].split("?")[1]) for e in condition} == {
+        ("loop.env_steps", "env_steps"),
+        ("replay.replay_ready", "replay_ready"),
+    }
 
 
 def _scale(name, edge):
@@ -129,7 +142,8 @@ def test_a_rewriting_fragment_runs_after_the_producer_and_before_the_readers():
     # After the rollout: a trajectory rewriter runs before the learner.
     algo = algo.with_fragments(_scale("double_traj", "trajectory"))
     graph = rl.Loop(loop.env_frag, algo, 4).graph
-    assert graph.schedule.learn == ("double_traj", "learner")
+    (learn,) = graph.schedule.after
+    assert _labels(learn) == ("double_traj", "learner")
     edges = {(e.source, e.target, e.kind) for e in graph.edges}
     assert ("rollout.trajectory", "double_traj.trajectory", "rollout") in edges
     assert ("double_traj.trajectory", "learner.trajectory", "learn") in edges
@@ -155,7 +169,7 @@ def test_cycles_and_unfed_batches_are_refused():
     loop = _ppo_loop()
     one = rl.fragment("one", "transform", echo, inputs=("a",), outputs=("b",))
     two = rl.fragment("two", "transform", back, inputs=("b",), outputs=("a",))
-    with pytest.raises(ValueError, match="wait on each other"):
+    with pytest.raises(rl.ConfigError, match="a cycle: 'one' reads 'a' from 'two'"):
         rl.Loop(loop.env_frag, rl.Algorithm("x", loop.actor, loop.learner, extra=(one, two)), 4)
     hungry = loop.learner._replace(inputs=("batch",))
     with pytest.raises(ValueError, match="input edge 'batch' of fragment 'learner'"):
