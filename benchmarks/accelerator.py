@@ -1,12 +1,12 @@
 """Every benchmark that says something about an accelerator, at one size preset, in one command.
 
     python benchmarks/accelerator.py                 # full on a GPU/TPU, cpu elsewhere
-    python benchmarks/accelerator.py --size smoke --out /tmp/accelerator.json --no-readme
+    python benchmarks/accelerator.py --size smoke --out /tmp/accelerator.json
 
 Each section is a child process of an existing benchmark script, told where to write its JSON
 (a temporary folder); this script merges them into ``benchmarks/results/accelerator-<device>.json``
-with the machine, the size preset, each section's command line and wall seconds, and rewrites the
-README's table between ``<!-- accelerator-table -->`` and ``<!-- /accelerator-table -->``.
+with the machine, the size preset, each section's command line and wall seconds. The docs site's
+benchmark pages draw its tables from every such report (``benchmarks/pages.py``).
 
 Sections: ``fusion_modes`` (``fusion_modes.py``), ``algorithms`` (``algorithms.py``, every
 registered algorithm), ``mode_pairs`` (``mode_pairs.py``: the fusion modes timed on the same
@@ -94,7 +94,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "precision": ["--algos", "ppo", "--ppo-steps", "1024"],
     },
     "cpu": {
-        # eager (a minute here for one iteration) is in the README's fusion table already; step
+        # eager (a minute here for one iteration) is in the fusion-mode benchmark already; step
         # runs as many iterations as scan, enough for the off-policy learners to start updating.
         "fusion_modes": ["--total-steps", "102400", "--repeats", "1", "--eager-iterations", "0"],
         "algorithms": ["--algos", "all", "--modes", "scan,step", "--iterations", "20",
@@ -209,7 +209,11 @@ def main() -> None:
     parser.add_argument(
         "--out", default=None, help="default: benchmarks/results/accelerator-<device>.json"
     )
-    parser.add_argument("--no-readme", action="store_true", help="leave README.md as it is")
+    parser.add_argument(
+        "--no-readme",
+        action="store_true",
+        help="accepted for old command lines; nothing writes README.md any more",
+    )
     args = parser.parse_args()
     sections = cli_args.comma_list(parser, "--sections", args.sections, SECTIONS)
 
@@ -246,8 +250,7 @@ def main() -> None:
         loadavg=loadavg,
         wall_s=wall_s,
     )
-    if not args.no_readme:
-        accelerator_table.update_readme({**json.loads(out.read_text()), "path": str(out)})
+    print(accelerator_table.table({**json.loads(out.read_text()), "path": str(out)}))
     failed = [name for name, r in results.items() if not r["ok"]]
     print(f"total {wall_s:.0f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     if failed:

@@ -1,9 +1,9 @@
-"""The README's accelerator tables, from a report written by ``benchmarks/accelerator.py``.
+"""The accelerator tables, from a report written by ``benchmarks/accelerator.py``.
 
     python benchmarks/accelerator_table.py benchmarks/results/accelerator-cpu.json
 
-rewrites README.md between ``<!-- accelerator-table -->`` and ``<!-- /accelerator-table -->``
-(``accelerator.py`` does this itself after a run).
+prints them as Markdown; the docs site's benchmark pages draw them from every
+``results/accelerator-*.json`` the same way (``benchmarks/pages.py``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-START, END = "<!-- accelerator-table -->", "<!-- /accelerator-table -->"
 
 
 def _rate(value: float | None) -> str:
@@ -168,7 +166,7 @@ def describe(device: dict) -> str:
 
 
 def table(report: dict) -> str:
-    """The generated part of the README's accelerator section."""
+    """A report's tables: the run, each section's result, and the per-algorithm table."""
     device, machine = report["config"]["device"], report["machine"]
     size, load = report["config"]["size"], report["loadavg"]
     where = f"{device['device_count']} × {describe(device)}"
@@ -191,22 +189,12 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def update_readme(report: dict, readme: Path = README) -> None:
-    text = readme.read_text()
-    if START not in text or END not in text:
-        raise SystemExit(f"{readme} has no {START} … {END} section to rewrite")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n\n{table(report)}\n\n{END}{tail}")
-    print(f"updated {readme}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", help="a report of benchmarks/accelerator.py")
     args = parser.parse_args()
     report = json.loads(Path(args.report).read_text())
-    update_readme({**report, "path": args.report})
+    print(table({**report, "path": args.report}))
 
 
 if __name__ == "__main__":

@@ -2,10 +2,10 @@
 other flag, in a fresh process with an empty compilation cache. Records the final return against
 the algorithm's threshold, the wall time of the whole command, run and compile seconds apart (and
 compile over run: issue 18 asks that no default run compile for longer than it runs), and
-env-steps/s; rewrites the README's table of default runs.
+env-steps/s. The docs site's benchmark pages draw the table (``benchmarks/pages.py``).
 
     python benchmarks/defaults.py                  # every registered algorithm
-    python benchmarks/defaults.py --algos sac,td3  # a subset (the README table keeps the rest)
+    python benchmarks/defaults.py --algos sac,td3  # a subset (the results file keeps the rest)
     python benchmarks/defaults.py --algos a2c --repeats 5  # medians of 5 cold runs
 
 Thresholds: CartPole-v1 is solved at 475 (gymnasium's reward threshold); the bar here is 400 of
@@ -30,8 +30,6 @@ from jaxrl_fdg.profiling import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "defaults.json"
-README = ROOT / "README.md"
-START, END = "<!-- defaults-table -->", "<!-- /defaults-table -->"
 # The return each default run must reach within 3 minutes of run time (issue 15), by env.
 THRESHOLDS = {"CartPole-v1": 400.0, "Pendulum-v1": -250.0}
 ALGO_THRESHOLDS = {"ddpg": -300.0}
@@ -82,31 +80,6 @@ def repeated(algo: str, seed: int, repeats: int) -> dict:
     return result
 
 
-def table(results: dict) -> str:
-    lines = [
-        "| `jaxrl-fdg train --algo …` | env | env steps | final return | threshold "
-        "| wall s | run s | compile s | compile / run | env-steps/s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for algo, r in sorted(results.items()):
-        ratio = r.get("compile_over_run", r["compile_s"] / r["run_s"])
-        lines.append(
-            f"| `{algo}` | {r['env']} | {r['env_steps']:,} | {r['final_return']:.1f} "
-            f"| {r['threshold']:g} | {r['wall_s']:.1f} | {r['run_s']:.2f} "
-            f"| {r['compile_s']:.2f} | {ratio:.2f} | {r['steps_per_s']:,.0f} |"
-        )
-    return "\n".join(lines)
-
-
-def update_readme(results: dict) -> None:
-    text = README.read_text()
-    if START not in text:
-        return
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{START}\n{table(results)}\n{END}{tail}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algos", default=",".join(rl.algorithm.registered()))
@@ -127,7 +100,6 @@ def main() -> None:
         )
     config = {"seed": args.seed, "run_limit_s": RUN_LIMIT_S, "cache": "empty per run"}
     write_report(args.out, "defaults", {**config, "repeats": args.repeats}, results)
-    update_readme(results)
 
 
 if __name__ == "__main__":

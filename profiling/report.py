@@ -35,19 +35,48 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def recorded(where: str = ".") -> dict[str, Any]:
+    """When a measurement was taken: the UTC date and time, the git commit of the checkout
+    ``where`` is in (``None`` outside one) and whether it had uncommitted changes, and the load
+    average (1, 5, 15 min) at the time of writing."""
+    import datetime
+    import os
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(
+                ["git", *args], cwd=where, capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no") if commit else None
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": commit,
+        "dirty": bool(status),
+        "loadavg": list(os.getloadavg()),
+    }
+
+
 def write_report(path: str, benchmark: str, config: dict, results: dict, **extra: Any) -> None:
-    """Write a benchmark's results as JSON (with :func:`machine_info`) and say where."""
+    """Write a benchmark's results as JSON (with :func:`machine_info` and :func:`recorded`: date,
+    commit, load) and say where."""
     import json
     from pathlib import Path
 
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     report = {
         "benchmark": benchmark,
         "config": config,
         "machine": machine_info(),
+        "recorded": recorded(str(Path(path).resolve().parent)),
         "results": results,
         **extra,
     }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {path}")
 
