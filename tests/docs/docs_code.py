@@ -1,0 +1,127 @@
+"""The code in the documentation: fenced blocks, the shell commands in them, and how the docs
+tests run each at a tiny size.
+
+A shell command is split as the shell would (quotes, comments, ``\\`` continuations, ``&&``).
+``jaxrl-fdg`` runs as ``python -m jaxrl_fdg`` with the sizes of a training run cut down (every
+``--total-steps``, ``--num-envs``, ``--rollout-len``, ``--eval-every`` and ``--checkpoint-every``
+replaced, or added), so that a documented command runs in seconds and keeps its meaning: the same
+algorithm, environment, fusion mode, placement and flags.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+
+# A run of 4 iterations of 8 environments × 8 steps: enough for a boundary, an evaluation and a
+# checkpoint where the command asks for them.
+TINY = {
+    "--total-steps": "256",
+    "--num-envs": "8",
+    "--rollout-len": "8",
+    "--eval-every": "128",
+    "--checkpoint-every": "128",
+}
+APPENDED = ("--total-steps", "--num-envs", "--rollout-len")
+TINY_PYTHON = (re.compile(r"total_steps=[0-9_]+"), "total_steps=256")
+
+
+def blocks(path: Path, *languages: str) -> list[tuple[str, str]]:
+    """``(language, body)`` of every fenced block of ``path`` in ``languages``."""
+    return [(lang, body) for lang, body in FENCE.findall(path.read_text()) if lang in languages]
+
+
+def commands(block: str) -> list[list[str]]:
+    """Each command of a shell block as argv (environment assignments first)."""
+    text = block.replace("\\\n", " ")
+    found = []
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        command: list[str] = []
+        for word in words:
+            if word == "&&":
+                found.append(command)
+                command = []
+            else:
+                command.append(word)
+        if command:
+            found.append(command)
+    return found
+
+
+def split_env(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Leading ``NAME=value`` words, then the command."""
+    env: dict[str, str] = {}
+    while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):
+        name, value = argv[0].split("=", 1)
+        env[name] = value
+        argv = argv[1:]
+    return env, argv
+
+
+def jaxrl_fdg_commands(path: Path) -> list[list[str]]:
+    """The arguments of every ``jaxrl-fdg`` command in the shell blocks of ``path``."""
+    found = []
+    for _, body in blocks(path, "bash"):
+        for argv in commands(body):
+            _, argv = split_env(argv)
+            if argv and Path(argv[0]).name == "jaxrl-fdg":
+                found.append(argv[1:])
+    return found
+
+
+def tiny(args: list[str]) -> list[str]:
+    """``jaxrl-fdg`` arguments at the tiny size (train and profile; others unchanged)."""
+    if not args or args[0] not in ("train", "profile") or "--help" in args:
+        return list(args)
+    out, i = [], 0
+    while i < len(args):
+        if args[i] in TINY and i + 1 < len(args):
+            out += [args[i], TINY[args[i]]]
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    for flag in APPENDED:
+        if flag not in out:
+            out += [flag, TINY[flag]]
+    if args[0] == "train" and "--resume" not in out:
+        out.append("--no-progress")
+    return out
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 900):
+    """Run one documented command at its tiny size in ``cwd``; the completed process."""
+    extra, argv = split_env(argv)
+    environment = {**os.environ, **extra, **(env or {})}
+    name = Path(argv[0]).name
+    if name == "jaxrl-fdg":
+        argv = [sys.executable, "-m", "jaxrl_fdg", *tiny(argv[1:])]
+    elif name in ("python", "python3"):
+        argv = [sys.executable, *argv[1:]]
+    elif name == "cat" and len(argv) == 3 and argv[1] == ">":  # heredocs are not run here
+        raise ValueError(f"cannot run {argv}")
+    return subprocess.run(
+        argv, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def run_python(code: str, cwd: Path, timeout: int = 900):
+    """Run a documented Python block at the tiny size (every ``total_steps=`` cut down)."""
+    pattern, replacement = TINY_PYTHON
+    script = cwd / "block.py"
+    script.write_text(pattern.sub(replacement, code))
+    return subprocess.run(
+        [sys.executable, str(script)], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def explain(proc: subprocess.CompletedProcess) -> str:
+    return f"{shlex.join(map(str, proc.args))}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
