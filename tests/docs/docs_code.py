@@ -30,7 +30,7 @@ TINY = {
     "--checkpoint-every": "128",
 }
 APPENDED = ("--total-steps", "--num-envs", "--rollout-len")
-TINY_PYTHON = (re.compile(r"total_steps=[0-9_]+"), "total_steps=256")
+TINY_PYTHON = (re.compile(r"total_steps=[0-9_]+"), "total_steps=1024")  # PPO: 2 iterations
 
 
 def blocks(path: Path, *languages: str) -> list[tuple[str, str]]:
