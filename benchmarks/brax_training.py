@@ -349,7 +349,7 @@ def main() -> None:
         type=float,
         help="both trainers' learning rate (default: the setup's, 3e-4); a tiny one (1e-9) keeps "
         "each policy at its initialisation while every update still runs, which compares the "
-        "two frameworks' rates with the physics in the same regime (see the README)",
+        "two frameworks' rates with the physics in the same regime (docs/notes.md)",
     )
     parser.add_argument("--child", choices=list(RUNNERS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help="default: benchmarks/results/brax_training-<setup>.json")

@@ -172,7 +172,7 @@ def main() -> None:
         ratios=ratios,
     )
 
-    print("| mode | compile s | run s | env-steps/s | final return |")  # README: see its table
+    print("| mode | compile s | run s | env-steps/s | final return |")  # docs: benchmarks/pages.py
     print("|---|---:|---:|---:|---:|")
     for name, r in results.items():
         compile_s = "—" if r["compile_s"] is None else f"{r['compile_s']:.2f}"

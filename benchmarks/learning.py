@@ -1,4 +1,4 @@
-"""Longer learning runs of every algorithm, for the README's results table: final return and
+"""Longer learning runs of every algorithm, for the docs site's learning page: final return and
 env-steps/s (compile apart), one configuration each, default fusion (``scan``).
 
     python benchmarks/learning.py                   # writes benchmarks/results/learning.json

@@ -331,7 +331,10 @@ def pages() -> tuple[Page, ...]:
             "accelerator",
             "Accelerator suite",
             "`python benchmarks/accelerator.py` runs every benchmark that says something about a "
-            "GPU or TPU and merges them into one report per device.",
+            "GPU or TPU and merges them into one report per device. At the `cpu` and `smoke` "
+            "presets each algorithm runs only a few iterations per mode, so a `scan` / `step` "
+            "column there says that both modes run, not which is faster: the "
+            "[fusion benchmarks](fusion.md) compare the modes.",
             (
                 Section(
                     "Reports",
