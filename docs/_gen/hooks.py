@@ -1,7 +1,8 @@
 """mkdocs hooks: the pages drawn from the code and from ``benchmarks/results`` at build time.
 
 - ``algorithms/*.md``: one page per registered algorithm and an index (``algorithm_pages.py``);
-- ``benchmarks/*.md``: the benchmark pages and the images they show (``benchmarks/pages.py``, ``benchmarks/page_tables.py``);
+- ``benchmarks/*.md``: the benchmark pages and the images they show (``benchmarks/pages.py``,
+  ``benchmarks/page_tables.py``);
 - ``<!-- cli: COMMAND -->`` in a page: what ``jaxrl-fdg COMMAND --help`` prints (``cli_help.py``);
 - ``build/docs-api/jaxrl_fdg``: the package laid out as it installs (``envs/`` as
   ``jaxrl_fdg/envs`` and so on), in links, for the API reference's static analysis.
