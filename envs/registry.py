@@ -1,8 +1,11 @@
 """Environment registry: ``make(name, **overrides)``, ``register`` refuses duplicates.
 
-A name is either registered here (``"CartPole-v1"``) or starts with an adapter's prefix
-(``"brax/ant"``, ``"gym/CartPole-v1"``, ``"gymnax/Breakout-MinAtar"``), which
-:mod:`jaxrl_fdg.envs.prefixes` builds.
+A name is either registered here (``"CartPole-v1"``), declared by an installed package as an
+entry point of group ``jaxrl_fdg.envs`` (its value a zero-argument factory, as ``register``
+takes), or starts with an adapter's prefix (``"brax/ant"``, ``"gym/CartPole-v1"``,
+``"gymnax/Breakout-MinAtar"``), which :mod:`jaxrl_fdg.envs.prefixes` builds. ``MODULE:NAME``
+(``mylab.envs:Maze-v0``, ``path/to/envs.py:gym/Maze-v0``) imports ``MODULE`` first, which
+registers ``NAME`` (here, or with gymnasium), then builds ``NAME`` (:mod:`jaxrl_fdg.plugins`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from jaxrl_fdg import plugins
 from jaxrl_fdg.envs import prefixes
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
@@ -26,8 +30,28 @@ def register(name: str, factory: Callable[[], Environment]) -> None:
 
 
 def registered() -> tuple[str, ...]:
-    """Names of all registered environments, sorted."""
-    return tuple(sorted(_REGISTRY))
+    """Names of all registered environments (entry points of installed packages included),
+    sorted."""
+    return tuple(sorted({*_REGISTRY, *plugins.entry_points(plugins.ENVIRONMENTS)}))
+
+
+def _bring_in(name: str) -> str:
+    """The name to build once what ``name`` needs is loaded: ``MODULE:NAME`` imports ``MODULE``
+    and leaves ``NAME``; an entry point's factory is registered under its name."""
+    parts = plugins.split_reference(name)
+    if parts is not None:
+        plugins.import_module(parts[0], f"environment {name!r}")
+        name = parts[1]
+    points = plugins.entry_points(plugins.ENVIRONMENTS)
+    if name not in _REGISTRY and name in points:
+        factory = plugins.load_entry_point(plugins.ENVIRONMENTS, name)
+        if not callable(factory):
+            raise UnknownEnvironmentError(
+                f"entry point {name!r} of {plugins.ENVIRONMENTS} ({points[name].value}) is not "
+                "a factory of environments"
+            )
+        _REGISTRY[name] = factory
+    return name
 
 
 def check_name(name: str) -> None:
@@ -42,6 +66,7 @@ def check_name(name: str) -> None:
         registered name) or an unknown prefix (the message names the valid ones).
       MissingDependencyError: the prefix's optional package is not installed.
     """
+    name = _bring_in(name)
     if name in _REGISTRY:
         return
     if "/" in name:
@@ -66,6 +91,7 @@ def make(name: str, **overrides: Any) -> tuple[Any, Any]:
         adapter's library does not know.
       ValueError: an override that names no parameter.
     """
+    name = _bring_in(name)
     if name not in _REGISTRY and "/" in name:
         return prefixes.make(name, **overrides)
     check_name(name)

@@ -15,43 +15,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxrl_fdg import compare, envs, plots, policies
+from jaxrl_fdg import compare, envs, plots, plugins, policies
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS
+from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS, programs
 from jaxrl_fdg.run import build_loop, evaluate, train
 from jaxrl_fdg.run.checkpoint import NonFiniteError, describe_nan
 
+# The flags of `train`: every TrainConfig setting declared with a flag, by group, with the
+# help line its field carries (config.schema.setting), plus the valid choices where they are
+# known only here.
 _RUN_FLAGS = {
-    "algo": "registered algorithm (see `jaxrl-fdg list`)",
-    "env": "registered environment, or prefix/<id> of an adapter (see `jaxrl-fdg list`)",
-    "fusion": f"how fragments are compiled: {' | '.join(FUSION_MODES)}, or auto (the fastest, "
-    "measured)",
-    "total_steps": "environment-step budget",
-    "num_envs": "environments stepped in parallel",
-    "rollout_len": "steps per environment per iteration",
-    "seed": "random seed",
-    "out": "parent folder of run folders ('' to write nothing)",
-    "run_name": "name of the run folder",
-    "log_every": "iterations between host boundaries (0: auto)",
-    "profile": "timing: off | host | sync | trace",
-    "checkpoint_every": "env steps between checkpoints (0: at the end and on Ctrl-C only)",
-    "keep": "checkpoints to keep",
-    "eval_every": "env steps between evaluations of the deterministic policy (0: none)",
-    "eval_episodes": "episodes per evaluation",
-    "num_seeds": "independent runs (seeds seed, seed+1, ...) in one vmapped program",
-    "placement": f"where fragments run: {' | '.join(policies.registered())}, or auto (the "
-    "fastest this machine allows, measured)",
-    "devices": "devices: data_parallel shards, one per device; actor_learner uses 2",
-    "dp_backend": f"data_parallel backend: {' | '.join(policies.DP_BACKENDS)} (vmap: one device)",
-    "policy_lag": "1: learn from the rollout collected one iteration earlier (asynchronous actors)",
-    "coordinator": "host:port of process 0, for a data_parallel run across processes",
-    "num_processes": "processes of a data_parallel run across processes (1: this one alone)",
-    "process_id": "this process's index, 0 .. num_processes - 1 (0 writes the run folder)",
-    "logger": "where metrics go besides the run folder's files: comma list of tensorboard, wandb; "
-    "or none",
+    f.name: f.metadata["help"] for f in dataclasses.fields(cfg.TrainConfig) if f.metadata["flag"]
 }
+_CHOICES = {
+    "fusion": lambda: f"{' | '.join(FUSION_MODES)}, or auto (the fastest, measured)",
+    "placement": lambda: (
+        f"{' | '.join(policies.registered())}, or auto (the fastest this machine allows, measured)"
+    ),
+    "dp_backend": lambda: " | ".join(policies.DP_BACKENDS),
+}
+_TEXT_FLAGS = ("out", "run_name", "profile", "placement", "dp_backend", "coordinator")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,8 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("train", help="train an agent", add_help=False)
     sub.add_parser("list", help="list algorithms, environments, placements and fusion modes")
     _add_profile(sub.add_parser("profile", help="where the time goes, under several fusion modes"))
-    graph = sub.add_parser("graph", help="print an algorithm's dataflow graph and its order")
-    graph.add_argument("algo", help="algorithm name")
+    graph = sub.add_parser("graph", help="print an algorithm's dataflow graph and its schedule")
+    graph.add_argument(
+        "algo", help="algorithm name, or package.module:SPEC or path/to/file.py:SPEC"
+    )
     graph.add_argument("--env", help="environment (default: the algorithm's)")
     graph.add_argument("--num-envs", type=int, help="environments (default: the algorithm's)")
     graph.add_argument("--rollout-len", type=int, help="rollout length (default: the algorithm's)")
@@ -165,7 +152,12 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
         prog="jaxrl-fdg train", description="Train an agent.", allow_abbrev=False
     )
     parser.add_argument("--config", metavar="FILE", help="a run config: .toml, .yaml/.yml or .json")
-    _add_run_flags(parser.add_argument_group("run"), spec)
+    parser.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue the run in this folder from its latest checkpoint, with its own config",
+    )
+    _add_run_flags(parser, spec)
     group = parser.add_argument_group(f"{spec.name} hyperparameters")
     for field in dataclasses.fields(spec.hparams):
         group.add_argument(
@@ -180,27 +172,29 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_run_flags(run: argparse._ArgumentGroup, spec: algorithms.AlgorithmSpec) -> None:
+def _add_run_flags(parser: argparse.ArgumentParser, spec: algorithms.AlgorithmSpec) -> None:
+    """The run settings' flags, one argument group per group of settings."""
     hints = typing.get_type_hints(cfg.TrainConfig)
-    for name, help_text in _RUN_FLAGS.items():
-        kind = (
-            str
-            if name in ("out", "run_name", "profile", "placement", "dp_backend", "coordinator")
-            else cfg.unoptional(hints[name])
-        )
+    groups = {name: parser.add_argument_group(name) for name in cfg.GROUPS}
+    for field in dataclasses.fields(cfg.TrainConfig):
+        if not field.metadata["flag"]:
+            continue
+        name = field.name
+        kind = str if name in _TEXT_FLAGS else cfg.unoptional(hints[name])
         if name in cfg.RUN_DEFAULTS:
             default = f"{spec.defaults.get(name, cfg.RUN_DEFAULTS[name])}, {spec.name}'s"
         else:
             default = getattr(cfg.TrainConfig, name)
-        run.add_argument(
+        choices = f": {_CHOICES[name]()}" if name in _CHOICES else ""
+        groups[field.metadata["group"]].add_argument(
             _flag(name),
             dest=name,
             type=kind,
             default=None,
             metavar=name.upper(),
-            help=f"{help_text} (default: {default})",
+            help=f"{field.metadata['help']}{choices} (default: {default})",
         )
-    run.add_argument(
+    groups[cfg.EXPERIMENT].add_argument(
         "--env-option",
         dest="env_option",
         action="append",
@@ -208,26 +202,21 @@ def _add_run_flags(run: argparse._ArgumentGroup, spec: algorithms.AlgorithmSpec)
         help="a keyword for the environment (repeatable), e.g. max_steps=200, or EnvPool's "
         "episodic_life=true; VALUE is read as a TOML value, else as text",
     )
-    run.add_argument(
+    groups[cfg.BOOKKEEPING].add_argument(
         "--no-progress",
         dest="progress",
         action="store_false",
         default=None,
         help="no live progress line",
     )
-    run.add_argument(
+    groups[cfg.EXECUTION].add_argument(
         "--debug-nans",
         dest="debug_nans",
         action="store_true",
         default=None,
         help="JAX's NaN checks: raise at the op that first makes a NaN (slow)",
     )
-    run.add_argument(
-        "--resume",
-        metavar="RUN",
-        help="continue the run in this folder from its latest checkpoint, with its own config",
-    )
-    run.add_argument(
+    groups[cfg.EXECUTION].add_argument(
         "--no-compile-cache",
         dest="compile_cache",
         action="store_false",
@@ -303,7 +292,11 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
-    print("algorithms (default run: env, env steps, envs × rollout):")
+    print(
+        "algorithms (default run: env, env steps, envs × rollout); your own: --algo "
+        "package.module:SPEC or path/to/file.py:SPEC, or an installed package's entry point "
+        f"({plugins.ALGORITHMS}):"
+    )
     for name in algorithms.registered():
         spec = algorithms.get(name)
         run = cfg.TrainConfig(algo=name).with_defaults(spec.defaults)
@@ -312,7 +305,10 @@ def _list() -> int:
             f"  {'':<12} default run: {run.env}, {run.total_steps:,} steps, "
             f"{run.num_envs} × {run.rollout_len}"
         )
-    print("environments:")
+    print(
+        "environments; your own: --env MODULE:ID (MODULE registers ID), or an installed "
+        f"package's entry point ({plugins.ENVIRONMENTS}):"
+    )
     for name in envs.registered():
         print(f"  {name}")
     print("environment adapters (prefix/<id>; packages are imported only when used):")
@@ -344,7 +340,7 @@ def _graph(args: argparse.Namespace) -> int:
         algo=args.algo, env=args.env, num_envs=args.num_envs, rollout_len=args.rollout_len, out=None
     )
     loop = build_loop(cfg.resolve(config))
-    print(loop.graph.describe(PROGRAMS))
+    print(loop.graph.describe(programs(loop.graph.schedule)))
     return 0
 
 
@@ -374,15 +370,14 @@ def _profile(args: argparse.Namespace) -> int:
         progress=False,
         profile=args.profile,
     )
-    configs = [base.replace(fusion=mode) for mode in modes]
-    for config in configs:  # every name and size is checked before anything compiles
-        cfg.resolve(config)
+    # Every name and size is checked before anything compiles; each run is resolved once.
+    runs = [cfg.resolve(base.replace(fusion=mode)) for mode in modes]
     if args.profile == "off":
         raise ConfigError("profile mode 'off' measures nothing (valid here: host, sync, trace)")
     results = {}
-    for config in configs:
-        print(f"running {config.fusion} ...", file=sys.stderr, flush=True)
-        results[config.fusion] = train(config).summary
+    for resolved in runs:
+        print(f"running {resolved.config.fusion} ...", file=sys.stderr, flush=True)
+        results[resolved.config.fusion] = train(resolved).summary
     width = max(len(r[0]) for r in _PROFILE_ROWS) + 14
     print(f"{'':<{width}}" + "".join(f"{m:>12}" for m in modes))
     for label, get in _PROFILE_ROWS:

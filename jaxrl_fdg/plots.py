@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from jaxrl_fdg import plugins
 from jaxrl_fdg.config import NOT_COMPUTED
 from jaxrl_fdg.errors import ConfigError
 
@@ -294,7 +295,7 @@ def _title(runs: Sequence[Run], ci: str, seeds: int) -> str:
     """What every run shares of algorithm and environment (``ppo on CartPole-v1``), then what the
     band is; a curve of one seed has no band, and the title claims none."""
     shared = [
-        str(runs[0].config[key])
+        plugins.display_name(str(runs[0].config[key]))
         for key in ("algo", "env")
         if key in runs[0].config and all(r.config.get(key) == runs[0].config[key] for r in runs)
     ]

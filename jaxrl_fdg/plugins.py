@@ -54,15 +54,25 @@ def normalize(text: str) -> str:
     return f"{Path(parts[0]).expanduser().resolve()}:{parts[1]}"
 
 
+def display_name(text: str) -> str:
+    """What a reference names (``SPEC`` of ``pkg.mod:SPEC``, ``Maze-v0`` of
+    ``pkg.envs:Maze-v0``); a plain name as it is."""
+    parts = split_reference(text)
+    return text if parts is None else parts[1]
+
+
 def import_module(where: str, purpose: str) -> Any:
     """The module ``where`` names (a dotted path, or a ``.py`` file loaded under a name derived
-    from its absolute path); a :class:`ConfigError` saying what failed for ``purpose``."""
-    if where.endswith(".py"):
-        return _load_file(Path(where).expanduser().resolve(), purpose)
+    from its absolute path); a :class:`ConfigError` saying what failed for ``purpose``: the
+    module cannot be found, or its code has a syntax error."""
     try:
+        if where.endswith(".py"):
+            return _load_file(Path(where).expanduser().resolve(), purpose)
         return importlib.import_module(where)
     except ImportError as e:
         raise ConfigError(f"{purpose}: cannot import module {where!r} ({e})") from None
+    except SyntaxError as e:
+        raise ConfigError(f"{purpose}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
 
 
 def _load_file(path: Path, purpose: str) -> Any:

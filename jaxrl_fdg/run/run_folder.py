@@ -23,17 +23,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jaxrl_fdg import plugins
 from jaxrl_fdg.config import TrainConfig, dump_toml
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.run.lock import FolderLock
 
 
-def default_name(config: TrainConfig) -> str:
+def default_name(config: TrainConfig, algo: str | None = None) -> str:
     """``{algo}-{env}-{fusion}-s{seed}-{time}``, one folder name even for an environment named
-    with a prefix (``gym/CartPole-v1`` gives ``gym_CartPole-v1``)."""
+    with a prefix (``gym/CartPole-v1`` gives ``gym_CartPole-v1``) or by reference
+    (``mylab.envs:Maze-v0`` gives ``Maze-v0``). ``algo``: the algorithm's own name, where the
+    config names it by reference."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    env = config.env.replace("/", "_").replace(os.sep, "_")
-    return f"{config.algo}-{env}-{config.fusion}-s{config.seed}-{stamp}"
+    env = plugins.display_name(config.env).replace("/", "_").replace(os.sep, "_")
+    algo = (algo or plugins.display_name(config.algo)).replace("/", "_").replace(os.sep, "_")
+    return f"{algo}-{env}-{config.fusion}-s{config.seed}-{stamp}"
 
 
 class RunFolder:
@@ -49,12 +53,12 @@ class RunFolder:
         self._lock: FolderLock | None = None
 
     @classmethod
-    def create(cls, config: TrainConfig) -> RunFolder:
+    def create(cls, config: TrainConfig, algo: str | None = None) -> RunFolder:
         """A new folder ``out/run_name`` (``-2``, ``-3``... appended if taken), locked for
         training. ``mkdir`` itself decides who gets a name, so two runs started at once with
         the same name never share a folder."""
         parent = Path(config.out)
-        name = config.run_name or default_name(config)
+        name = config.run_name or default_name(config, algo)
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
