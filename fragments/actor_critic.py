@@ -35,7 +35,6 @@ The networks and what is asked of them live in :mod:`~jaxrl_fdg.fragments.actor_
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -100,8 +99,7 @@ class ActorCriticConfig:
             validate.positive_int("hidden_sizes entry", size)
         validate.choice("activation", self.activation, ACTIVATIONS)
         validate.choice("torso", self.torso, TORSOS)
-        if not isinstance(self.log_std_init, int | float) or not math.isfinite(self.log_std_init):
-            raise ConfigError(f"log_std_init must be a finite number, got {self.log_std_init!r}")
+        validate.finite("log_std_init", self.log_std_init)
         validate.choice("memory", self.memory, MEMORIES)
         validate.positive_int("memory_size", self.memory_size)
 

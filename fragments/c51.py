@@ -18,11 +18,11 @@ With prioritized replay the cross-entropy of each transition is its priority, as
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import dqn, losses
@@ -54,16 +54,14 @@ class C51Config(dqn.DQNConfig):
         if self.num_atoms < 2:
             raise ConfigError(f"num_atoms must be an integer ≥ 2, got {self.num_atoms!r}")
         for name in ("v_min", "v_max"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"{name} must be a number, got {value!r}")
-            if not math.isfinite(value):
-                raise ConfigError(f"{name} must be finite, got {value!r}")
-        if not self.v_min < self.v_max:
-            raise ConfigError(
-                f"v_min = {self.v_min} must be below v_max = {self.v_max}: the support "
-                f"[v_min, v_max] must be a non-empty interval"
-            )
+            validate.finite(name, getattr(self, name))
+        validate.below(
+            "v_min",
+            self.v_min,
+            "v_max",
+            self.v_max,
+            "the support [v_min, v_max] must be a non-empty interval",
+        )
 
 
 def support(hp: C51Config) -> jax.Array:

@@ -1,4 +1,8 @@
-"""Small checks that raise :class:`ConfigError` naming the bad value."""
+"""Small checks that raise :class:`ConfigError` naming the bad value.
+
+A swept hyperparameter reaches its dataclass as a traced value inside the vmap over a sweep's
+lanes (``jaxrl_fdg.run.build``), after each of its values was checked concretely: the numeric
+checks pass a traced value through."""
 
 from __future__ import annotations
 
@@ -6,7 +10,15 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import jax
+
 from jaxrl_fdg.errors import ConfigError
+
+
+def traced(value: Any) -> bool:
+    """Whether ``value`` is a traced stand-in (a swept value inside the sweep's vmap)."""
+    return isinstance(value, jax.core.Tracer)
+
 
 # Sizes and counts become array dimensions and int32 counters on the device.
 INT32_MAX = 2**31 - 1
@@ -20,21 +32,43 @@ def positive_int(name: str, value: Any) -> None:
 
 
 def non_negative(name: str, value: Any) -> None:
+    if traced(value):
+        return
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
 
 
 def positive(name: str, value: Any) -> None:
+    if traced(value):
+        return
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
         raise ConfigError(f"{name} must be a positive finite number, got {value!r}")
 
 
 def in_range(name: str, value: Any, low: float, high: float, *, low_open: bool = False) -> None:
+    if traced(value):
+        return
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     ok = ok and (low < value if low_open else low <= value) and value <= high
     if not ok:
         bracket = "(" if low_open else "["
         raise ConfigError(f"{name} must be in {bracket}{low}, {high}], got {value!r}")
+
+
+def finite(name: str, value: Any) -> None:
+    if traced(value):
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
+
+
+def below(low_name: str, low: Any, high_name: str, high: Any, why: str = "") -> None:
+    """``low < high`` (``why`` says what for)."""
+    if traced(low) or traced(high):
+        return
+    if not low < high:
+        reason = f": {why}" if why else ""
+        raise ConfigError(f"{low_name} = {low} must be below {high_name} = {high}{reason}")
 
 
 def choice(name: str, value: Any, choices: Iterable[str]) -> None:

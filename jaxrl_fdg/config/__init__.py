@@ -6,12 +6,26 @@ check what is theirs and never imports their internals.
 
 from jaxrl_fdg.config.files import dump_toml, from_mapping, load, to_mapping
 from jaxrl_fdg.config.resolve import Resolved, check_values, make_env, resolve
-from jaxrl_fdg.config.schema import AUTO_BOUNDARIES, NOT_COMPUTED, RUN_DEFAULTS, TrainConfig
+from jaxrl_fdg.config.schema import (
+    AUTO_BOUNDARIES,
+    BOOKKEEPING,
+    EXECUTION,
+    EXPERIMENT,
+    GROUPS,
+    NOT_COMPUTED,
+    RUN_DEFAULTS,
+    TrainConfig,
+    setting,
+)
 from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
 from jaxrl_fdg.config.values import coerce, make_hparams, unoptional
 
 __all__ = [
     "AUTO_BOUNDARIES",
+    "BOOKKEEPING",
+    "EXECUTION",
+    "EXPERIMENT",
+    "GROUPS",
     "NOT_COMPUTED",
     "RUN_DEFAULTS",
     "Lane",
@@ -25,6 +39,7 @@ __all__ = [
     "load",
     "make_env",
     "make_hparams",
+    "setting",
     "resolve",
     "split_sweep",
     "to_mapping",

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from jaxrl_fdg import envs, policies, validate
+from jaxrl_fdg import envs, plugins, policies, validate
 from jaxrl_fdg.config import loggers
 from jaxrl_fdg.config.schema import TrainConfig
 from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
@@ -49,20 +49,46 @@ class Resolved(NamedTuple):
     candidates: dict[str, Resolved] | None = None
 
 
-def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
+def resolve(config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None) -> Resolved:
     """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms).
     ``Resolved.config`` has every run setting the config left unset filled in from the
-    algorithm's defaults."""
+    algorithm's defaults. A configuration already resolved is returned as it is, so the
+    functions that take either resolve once."""
+    if isinstance(config, Resolved):
+        return config
     spec = spec if spec is not None else algorithms.get(config.algo)
     config = config.with_defaults(spec.defaults)
-    if config.placement == policies.AUTO_PLACEMENT:
-        # Resolved as the first candidate, with the config as given: the runner measures them
-        # all (jaxrl_fdg.run.autotune) and goes on with the fastest one's own resolution.
-        candidates = auto_placements(config, spec)
-        first = next(iter(candidates.values()))
-        return first._replace(config=config, candidates=candidates)
+    # A reference to a file is recorded absolute, so the run folder finds the code from anywhere.
+    config = config.replace(algo=plugins.normalize(config.algo), env=plugins.normalize(config.env))
     spec, hparams = check_values(config, spec)
     env, env_params = make_env(config.env, config.env_options)
+    if config.placement != policies.AUTO_PLACEMENT:
+        return _place(config, spec, hparams, env, env_params)
+    # Resolved as the first candidate, with the config as given: the runner measures them all
+    # (jaxrl_fdg.run.autotune) and goes on with the fastest one's own resolution.
+    found, refused = {}, {}
+    for name in policies.registered():
+        devices = policies.get(name).auto_devices(config)
+        if devices is None:
+            refused[name] = "this machine has one device"
+            continue
+        candidate = config.replace(placement=name, devices=devices)
+        try:
+            found[name] = _place(candidate, spec, hparams, env, env_params)
+        except ConfigError as e:
+            refused[name] = str(e)
+    if not found:
+        reasons = "; ".join(f"{name}: {reason}" for name, reason in refused.items())
+        raise ConfigError(
+            f"placement {policies.AUTO_PLACEMENT!r}: no placement runs this ({reasons})"
+        )
+    return next(iter(found.values()))._replace(config=config, candidates=found)
+
+
+def _place(
+    config: TrainConfig, spec: AlgorithmSpec, hparams: Any, env: Any, env_params: Any
+) -> Resolved:
+    """The checks that combine values, for one placement, and what they name."""
     if config.steps_per_iteration > validate.INT32_MAX:
         raise ConfigError(
             f"num_envs × rollout_len = {config.steps_per_iteration:,} steps per iteration is "
@@ -91,6 +117,8 @@ def resolve(config: TrainConfig, spec: AlgorithmSpec | None = None) -> Resolved:
         rollout_len=config.rollout_len,
         num_iterations=config.num_iterations,
         hparams=hparams,
+        env=env,
+        env_params=env_params,
     )
     context = placement.context(config, context)
     spec.check(context)
@@ -101,24 +129,7 @@ def auto_placements(config: TrainConfig, spec: AlgorithmSpec | None = None) -> d
     """The candidates of ``--placement auto``: each registered placement that can run ``config``
     on this machine, resolved with the devices it spans there (:meth:`Placement.auto_devices`),
     by name. A :class:`ConfigError` names each placement's reason when none can."""
-    spec = spec if spec is not None else algorithms.get(config.algo)
-    check_values(config, spec)  # errors of single values are raised once, not per placement
-    found, refused = {}, {}
-    for name in policies.registered():
-        devices = policies.get(name).auto_devices(config)
-        if devices is None:
-            refused[name] = "this machine has one device"
-            continue
-        try:
-            found[name] = resolve(config.replace(placement=name, devices=devices), spec)
-        except ConfigError as e:
-            refused[name] = str(e)
-    if not found:
-        reasons = "; ".join(f"{name}: {reason}" for name, reason in refused.items())
-        raise ConfigError(
-            f"placement {policies.AUTO_PLACEMENT!r}: no placement runs this ({reasons})"
-        )
-    return found
+    return resolve(config.replace(placement=policies.AUTO_PLACEMENT), spec).candidates
 
 
 def check_values(

@@ -27,28 +27,23 @@ RUN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     }
 )
 
-# Settings that change how a run is watched, stored or checked, never what it computes: a run
-# resumes, and replicates group, regardless of them.
-NOT_COMPUTED = (
-    "out",
-    "run_name",
-    "progress",
-    "profile",
-    "log_every",
-    "compile_cache",
-    "checkpoint_every",
-    "keep",
-    "debug_nans",
-    "eval_every",
-    "eval_episodes",
-    "logger",
-    # How the processes of a run are wired together, not what they compute (a run over P
-    # processes computes what one process with as many shards computes); process_id differs
-    # between the processes of one run.
-    "coordinator",
-    "num_processes",
-    "process_id",
-)
+# The three groups of run settings (``jaxrl-fdg train --help`` shows them apart).
+EXPERIMENT = "experiment"  # what is trained, on what, for how long
+EXECUTION = "execution"  # how the programs are compiled and where they run
+BOOKKEEPING = "bookkeeping"  # how the run is watched, stored and checked
+GROUPS = (EXPERIMENT, EXECUTION, BOOKKEEPING)
+
+
+def setting(
+    default: Any, group: str, help: str, *, computed: bool = True, flag: bool = True
+) -> Any:
+    """A field of :class:`TrainConfig`: its ``group``, the line ``--help`` shows for it, whether
+    it changes what the run computes (a run resumes, and replicates group, only with the same
+    ``computed`` settings), and whether the command line has a ``--name VALUE`` flag for it."""
+    metadata = {"group": group, "help": help, "computed": computed, "flag": flag}
+    if isinstance(default, dict):
+        return dataclasses.field(default_factory=dict, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,37 +117,107 @@ class TrainConfig:
         for a float hyperparameter (``"1e-3,3e-4"`` on the command line) sweeps it: one run
         per value (per combination, for several lists) and per seed, all in one vmapped
         program (see :func:`lanes`).
+
+    Each field is declared with :func:`setting`: its group (experiment, execution,
+    bookkeeping), its ``--help`` line, and whether it changes what is computed
+    (:data:`NOT_COMPUTED` lists those that do not).
     """
 
-    algo: str = "ppo"
-    env: str | None = None
-    env_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    fusion: str = "scan"
-    total_steps: int | None = None
-    num_envs: int | None = None
-    rollout_len: int | None = None
-    seed: int = 0
-    out: str | None = "runs"
-    run_name: str | None = None
-    log_every: int | None = None
-    progress: bool = True
-    profile: str = "host"
-    compile_cache: bool = True
-    checkpoint_every: int = 0
-    keep: int = 3
-    debug_nans: bool = False
-    eval_every: int = 0
-    eval_episodes: int = 10
-    num_seeds: int = 1
-    placement: str = "single"
-    devices: int = 1
-    dp_backend: str = "shard_map"
-    coordinator: str | None = None
-    num_processes: int = 1
-    process_id: int = 0
-    policy_lag: int = 0
-    logger: str = "tensorboard"
-    hparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # -- experiment: what is trained, on what, for how long ----------------------------------
+    algo: str = setting(
+        "ppo",
+        EXPERIMENT,
+        "registered algorithm (see `jaxrl-fdg list`), or one "
+        "of your own: package.module:SPEC or path/to/file.py:SPEC",
+    )
+    env: str | None = setting(
+        None,
+        EXPERIMENT,
+        "registered environment, or prefix/<id> of an "
+        "adapter (see `jaxrl-fdg list`); MODULE:ID imports MODULE "
+        "(package.module or path/to/file.py) first, which registers ID",
+    )
+    env_options: Mapping[str, Any] = setting(
+        {}, EXPERIMENT, "keywords for the environment", flag=False
+    )
+    total_steps: int | None = setting(None, EXPERIMENT, "environment-step budget")
+    num_envs: int | None = setting(None, EXPERIMENT, "environments stepped in parallel")
+    rollout_len: int | None = setting(None, EXPERIMENT, "steps per environment per iteration")
+    seed: int = setting(0, EXPERIMENT, "random seed")
+    num_seeds: int = setting(
+        1, EXPERIMENT, "independent runs (seeds seed, seed+1, ...) in one vmapped program"
+    )
+    policy_lag: int = setting(
+        0,
+        EXPERIMENT,
+        "1: learn from the rollout collected one iteration earlier (asynchronous actors)",
+    )
+    hparams: Mapping[str, Any] = setting(
+        {}, EXPERIMENT, "the algorithm's hyperparameters", flag=False
+    )
+    # -- execution: how the programs are compiled and where they run -------------------------
+    fusion: str = setting("scan", EXECUTION, "how fragments are compiled")
+    placement: str = setting("single", EXECUTION, "where fragments run")
+    devices: int = setting(
+        1, EXECUTION, "devices: data_parallel shards, one per device; actor_learner uses 2"
+    )
+    dp_backend: str = setting("shard_map", EXECUTION, "data_parallel backend (vmap: one device)")
+    # How the processes of a run are wired together, not what they compute (a run over P
+    # processes computes what one process with as many shards computes); process_id differs
+    # between the processes of one run.
+    coordinator: str | None = setting(
+        None,
+        EXECUTION,
+        "host:port of process 0, for a data_parallel run across processes",
+        computed=False,
+    )
+    num_processes: int = setting(
+        1,
+        EXECUTION,
+        "processes of a data_parallel run across processes (1: this one alone)",
+        computed=False,
+    )
+    process_id: int = setting(
+        0,
+        EXECUTION,
+        "this process's index, 0 .. num_processes - 1 (0 writes the run folder)",
+        computed=False,
+    )
+    compile_cache: bool = setting(
+        True, EXECUTION, "JAX's persistent compilation cache", computed=False, flag=False
+    )
+    debug_nans: bool = setting(False, EXECUTION, "JAX's NaN checks", computed=False, flag=False)
+    # -- bookkeeping: how the run is watched, stored and checked -----------------------------
+    out: str | None = setting(
+        "runs", BOOKKEEPING, "parent folder of run folders ('' to write nothing)", computed=False
+    )
+    run_name: str | None = setting(None, BOOKKEEPING, "name of the run folder", computed=False)
+    log_every: int | None = setting(
+        None, BOOKKEEPING, "iterations between host boundaries (0: auto)", computed=False
+    )
+    progress: bool = setting(True, BOOKKEEPING, "live progress", computed=False, flag=False)
+    profile: str = setting("host", BOOKKEEPING, "timing: off | host | sync | trace", computed=False)
+    checkpoint_every: int = setting(
+        0,
+        BOOKKEEPING,
+        "env steps between checkpoints (0: at the end and on Ctrl-C only)",
+        computed=False,
+    )
+    keep: int = setting(3, BOOKKEEPING, "checkpoints to keep", computed=False)
+    eval_every: int = setting(
+        0,
+        BOOKKEEPING,
+        "env steps between evaluations of the deterministic policy (0: none)",
+        computed=False,
+    )
+    eval_episodes: int = setting(10, BOOKKEEPING, "episodes per evaluation", computed=False)
+    logger: str = setting(
+        "tensorboard",
+        BOOKKEEPING,
+        "where metrics go besides the run "
+        "folder's files: comma list of tensorboard, wandb; or none",
+        computed=False,
+    )
 
     def with_defaults(self, defaults: Mapping[str, Any] = RUN_DEFAULTS) -> TrainConfig:
         """This config with every unset run setting taken from ``defaults`` (an algorithm's),
@@ -200,3 +265,8 @@ class TrainConfig:
 
     def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)
+
+
+# Settings that change how a run is watched, stored, checked or wired, never what it computes:
+# a run resumes, and replicates group, regardless of them.
+NOT_COMPUTED = tuple(f.name for f in dataclasses.fields(TrainConfig) if not f.metadata["computed"])

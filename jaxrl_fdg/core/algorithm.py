@@ -2,9 +2,10 @@
 
 An algorithm supplies an actor, a primary learner and any further fragments (a replay, more
 learners, transforms); the environment fragment comes from the environment registry.
-Algorithms never see the fusion mode or the placement: the same ``build`` serves all of them. A placement that needs the learners'
-gradients combined (data parallelism) says so through the context, and learners take their
-optimizer from :meth:`AlgorithmContext.optimizer`, so the combination cannot be forgotten.
+Algorithms never see the fusion mode or the placement: the same ``build`` serves all of them.
+A placement that needs the learners' gradients combined (data parallelism) says so through the
+context, and learners take their optimizer from :meth:`AlgorithmContext.optimizer`, so the
+combination cannot be forgotten.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class AlgorithmContext:
       combine_gradients: set by the placement, never called by an algorithm: the identity on one
         device, a mean over the shards of a data-parallel run. :meth:`optimizer` applies it to
         gradients, :meth:`pool` to other statistics.
+      env, env_params: the run's environment (an ``Environment`` and its params, or a host
+        simulator and ``None``), for fragments that play episodes of their own (an in-graph
+        evaluator); ``None`` where the context was made without one.
     """
 
     observation_space: Space
@@ -59,6 +63,8 @@ class AlgorithmContext:
     num_iterations: int
     hparams: Any
     combine_gradients: Callable[[Any], Any] = _identity
+    env: Any = None
+    env_params: Any = None
 
     @property
     def batch_size(self) -> int:

@@ -18,7 +18,14 @@ from jaxrl_fdg.policies.base import (
 )
 from jaxrl_fdg.policies.data_parallel import BACKENDS as DP_BACKENDS
 from jaxrl_fdg.policies.distributed import check_processes
-from jaxrl_fdg.policies.fusion import AUTO_FUSION, FUSION_MODES, PROGRAMS, Plan, make_plan
+from jaxrl_fdg.policies.fusion import (
+    AUTO_FUSION,
+    FUSION_MODES,
+    PROGRAMS,
+    Plan,
+    make_plan,
+    programs,
+)
 from jaxrl_fdg.policies.replication import Replicated, SeedLoop, seed_keys
 
 
@@ -54,6 +61,7 @@ __all__ = [
     "get",
     "host_env",
     "make_plan",
+    "programs",
     "register",
     "registered",
     "seed_keys",

@@ -25,7 +25,7 @@ actor device (the default one), so checkpoints, evaluation and resumes see the u
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 
@@ -37,6 +37,11 @@ from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies.base import BasePlacement, refuse_host_env, register
 from jaxrl_fdg.policies.fusion import Plan
 from jaxrl_fdg.profiling.timers import Timings
+
+if TYPE_CHECKING:  # types only: config and envs sit above policies
+    from jaxrl_fdg.config import TrainConfig
+    from jaxrl_fdg.envs import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
 
 DEVICES = 2  # one for the actors, one for the learner
 
@@ -159,7 +164,9 @@ class ActorLearner(BasePlacement):
     fusion_modes = ("fragment",)
     summary = "rollout on one device, learner on another; sync or async (policy_lag 1)"
 
-    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+    def check(
+        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
+    ) -> None:
         refuse_host_env(self, config, env, " (placement 'host_env' runs host simulators)")
         if config.fusion not in self.fusion_modes:
             raise ConfigError(
@@ -176,7 +183,7 @@ class ActorLearner(BasePlacement):
     def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
         return ActorLearnerPlan(loop, timings)
 
-    def auto_devices(self, config: Any) -> int | None:
+    def auto_devices(self, config: TrainConfig) -> int | None:
         return DEVICES if config.devices == 1 else config.devices
 
 

@@ -12,7 +12,7 @@ lanes gets (:func:`select`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import jax
 
@@ -26,6 +26,11 @@ from jaxrl_fdg.policies.fusion import FUSION_MODES, Plan, make_plan
 from jaxrl_fdg.policies.halved import simulator_handles
 from jaxrl_fdg.profiling.timers import Timings
 
+if TYPE_CHECKING:  # types only: config and envs sit above policies
+    from jaxrl_fdg.config import Resolved, TrainConfig
+    from jaxrl_fdg.envs import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
+
 
 class Placement(Protocol):
     """Where a graph's fragments run and how its loop is driven."""
@@ -34,20 +39,22 @@ class Placement(Protocol):
     fusion_modes: tuple[str, ...]
     summary: str
 
-    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+    def check(
+        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
+    ) -> None:
         """Raise :class:`ConfigError` for a configuration this placement cannot run."""
 
-    def context(self, config: Any, context: AlgorithmContext) -> AlgorithmContext:
+    def context(self, config: TrainConfig, context: AlgorithmContext) -> AlgorithmContext:
         """The context the algorithm is built with (each copy's share of the envs, how its
         gradients are combined)."""
 
-    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+    def wrap(self, resolved: Resolved, build: LoopBuilder) -> LoopLike:
         """The loop this placement drives, built with ``build``."""
 
     def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
         """The plan that compiles and advances ``loop`` in fusion ``mode``."""
 
-    def initial_key(self, resolved: Any) -> jax.Array:
+    def initial_key(self, resolved: Resolved) -> jax.Array:
         """The key the run starts from."""
 
     def evaluation(self, run: Callable) -> Callable:
@@ -56,12 +63,12 @@ class Placement(Protocol):
     def release(self, loop: LoopLike, state: LoopState) -> None:
         """Free host resources the run's state holds (host simulators)."""
 
-    def compiles_from_shapes(self, resolved: Any) -> bool:
+    def compiles_from_shapes(self, resolved: Resolved) -> bool:
         """Whether the plan's programs are fully described by the shapes of their arguments
         (every array on the default device, no host state), so they can all be compiled before
         ``init`` has run, at the same time (``Plan.start``)."""
 
-    def auto_devices(self, config: Any) -> int | None:
+    def auto_devices(self, config: TrainConfig) -> int | None:
         """The devices this placement spans as a candidate of ``--placement auto`` on this
         machine, or ``None`` where it is no candidate. ``config.devices`` above 1 is what the
         user asked for and is kept."""
@@ -74,28 +81,30 @@ class BasePlacement:
     fusion_modes: tuple[str, ...] = FUSION_MODES
     summary = ""
 
-    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+    def check(
+        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
+    ) -> None:
         check_fusion(self, config.fusion)
 
-    def context(self, config: Any, context: AlgorithmContext) -> AlgorithmContext:
+    def context(self, config: TrainConfig, context: AlgorithmContext) -> AlgorithmContext:
         return context
 
-    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+    def wrap(self, resolved: Resolved, build: LoopBuilder) -> LoopLike:
         return build(env_fragment(resolved), {})
 
     def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
         return make_plan(mode, loop, timings, chunk)
 
-    def initial_key(self, resolved: Any) -> jax.Array:
+    def initial_key(self, resolved: Resolved) -> jax.Array:
         return jax.random.key(resolved.config.seed)
 
     def evaluation(self, run: Callable) -> Callable:
         return run
 
-    def compiles_from_shapes(self, resolved: Any) -> bool:
+    def compiles_from_shapes(self, resolved: Resolved) -> bool:
         return False
 
-    def auto_devices(self, config: Any) -> int | None:
+    def auto_devices(self, config: TrainConfig) -> int | None:
         return config.devices
 
     def release(self, loop: LoopLike, state: LoopState) -> None:
@@ -106,7 +115,7 @@ class BasePlacement:
                 close(handle)
 
 
-def env_fragment(resolved: Any) -> Fragment:
+def env_fragment(resolved: Resolved) -> Fragment:
     """The env fragment of ``resolved``'s environment: the context's ``num_envs`` (one copy's
     share) of JAX environments, or of host simulators."""
     num_envs = resolved.context.num_envs
@@ -127,7 +136,7 @@ def check_fusion(placement: Placement, mode: str) -> None:
         )
 
 
-def refuse_host_env(placement: Placement, config: Any, env: Any, hint: str = "") -> None:
+def refuse_host_env(placement: Placement, config: TrainConfig, env: Any, hint: str = "") -> None:
     if env.on_host:
         raise ConfigError(
             f"placement {placement.name!r} needs a JAX environment; {config.env} is a host "

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.flatten_util
@@ -36,6 +36,7 @@ from jax.sharding import Mesh, PartitionSpec
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.fragment import Role
 from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
@@ -47,6 +48,11 @@ from jaxrl_fdg.policies.base import (
     refuse_host_env,
     register,
 )
+
+if TYPE_CHECKING:  # types only: config and envs sit above policies
+    from jaxrl_fdg.config import Resolved, TrainConfig
+    from jaxrl_fdg.envs import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
 
 BACKENDS = ("shard_map", "pmap", "vmap")
 AXIS = "shards"
@@ -171,10 +177,14 @@ class ShardedLoop(LoopWrapper):
     # -- per shard ---------------------------------------------------------------------------
 
     def _init_shard(self, key: jax.Array):
+        """Every learner starts from shard 0's initial state, so that all copies of it agree."""
         state = self.inner.init(key)
-        name = self.learner.name
-        learner = jax.tree.map(lambda x: jax.lax.all_gather(x, AXIS)[0], state.fragments[name])
-        return state._replace(fragments={**state.fragments, name: learner})
+        learners = {
+            f.name: jax.tree.map(lambda x: jax.lax.all_gather(x, AXIS)[0], state.fragments[f.name])
+            for f in self.fragments
+            if f.role is Role.LEARNER
+        }
+        return state._replace(fragments={**state.fragments, **learners})
 
     @staticmethod
     def _reduced(result):
@@ -209,7 +219,9 @@ class DataParallel(BasePlacement):
     name = "data_parallel"
     summary = "envs and batch sharded across devices, gradients all-reduced"
 
-    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+    def check(
+        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
+    ) -> None:
         super().check(config, env, spec)
         refuse_host_env(self, config, env)
         validate.divides("devices", config.devices, "num_envs", config.num_envs)
@@ -221,7 +233,7 @@ class DataParallel(BasePlacement):
         distributed.check_mesh(config)
         check_devices(config.devices, config.dp_backend)
 
-    def context(self, config: Any, context: AlgorithmContext) -> AlgorithmContext:
+    def context(self, config: TrainConfig, context: AlgorithmContext) -> AlgorithmContext:
         """Each shard's context: its share of the environments, gradients averaged."""
         return dataclasses.replace(
             context,
@@ -229,14 +241,14 @@ class DataParallel(BasePlacement):
             combine_gradients=mean_over_shards,
         )
 
-    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+    def wrap(self, resolved: Resolved, build: LoopBuilder) -> LoopLike:
         config = resolved.config
         return ShardedLoop(build(env_fragment(resolved), {}), config.devices, config.dp_backend)
 
     def evaluation(self, run: Callable) -> Callable:
         return lambda states, key: run(first_shard(states), key)  # every shard holds the learner
 
-    def auto_devices(self, config: Any) -> int | None:
+    def auto_devices(self, config: TrainConfig) -> int | None:
         if config.devices > 1:
             return config.devices
         visible = len(jax.devices())  # every device, or none: one shard would be ``single``

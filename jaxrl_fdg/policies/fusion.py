@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl_fdg.core.cadence import Iteration
+from jaxrl_fdg.core.cadence import Every, Rounds
 from jaxrl_fdg.core.graph import Node, Schedule
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
@@ -69,9 +69,12 @@ def programs(schedule: Schedule) -> dict[str, str]:
 
 def _node_text(node: Node) -> str:
     calls = "→".join(c.label for c in node.calls)
-    if isinstance(node.cadence, Iteration):
-        return calls
-    return f"{node.cadence}: {calls}"
+    cadence = node.cadence
+    if isinstance(cadence, Rounds):
+        return f"({calls})×{cadence.count}" + (" when ready" if cadence.when else "")
+    if isinstance(cadence, Every):
+        return f"every {cadence.n}: {calls}"
+    return calls
 
 
 # Programs a caller adds to a plan's (evaluation): name -> (function, state -> its arguments).

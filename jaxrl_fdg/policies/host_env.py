@@ -39,7 +39,7 @@ of their own and each half draws its own actions. Host simulators live outside J
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.protocol import LoopLike
@@ -50,6 +50,11 @@ from jaxrl_fdg.policies.fusion import Plan
 from jaxrl_fdg.policies.fusion import make_plan as make_fused_plan
 from jaxrl_fdg.policies.halved import FUSION_MODES, HALVES, HalvedLoop, simulator_handles
 from jaxrl_fdg.profiling.timers import Timings
+
+if TYPE_CHECKING:  # types only: config and envs sit above policies
+    from jaxrl_fdg.config import Resolved, TrainConfig
+    from jaxrl_fdg.envs import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
 
 __all__ = ["HOST_ENV", "DoubleBufferedPlan", "HalvedLoop", "HostEnv", "simulator_handles"]
 
@@ -63,7 +68,9 @@ class HostEnv(BasePlacement):
     fusion_modes = FUSION_MODES
     summary = "host simulators in two halves, stepped while the device acts for the other half"
 
-    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+    def check(
+        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
+    ) -> None:
         if not env.on_host:
             raise ConfigError(
                 f"placement 'host_env' steps host simulators: env must be gym/<id> (any "
@@ -91,7 +98,7 @@ class HostEnv(BasePlacement):
                 f"(valid: {', '.join(self.fusion_modes)}), got {config.fusion!r}"
             )
 
-    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+    def wrap(self, resolved: Resolved, build: LoopBuilder) -> LoopLike:
         from jaxrl_fdg.core.env_fragment import host_env_fragment
 
         half = host_env_fragment(resolved.env, resolved.config.num_envs // HALVES)

@@ -17,7 +17,7 @@ hyperparameters can be swept this way (see :func:`jaxrl_fdg.config.split_sweep`)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -25,9 +25,15 @@ import numpy as np
 
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
+from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies.base import LoopBuilder, env_fragment
 from jaxrl_fdg.policies.single import Single
+
+if TYPE_CHECKING:  # types only: config and envs sit above policies
+    from jaxrl_fdg.config import Resolved, TrainConfig
+    from jaxrl_fdg.envs import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
 
 # Builds a lane's loop from its swept hyperparameter values (traced scalars).
 Builder = Callable[[Mapping[str, jax.Array]], LoopLike]
@@ -57,14 +63,16 @@ class SeedLoop(LoopWrapper):
             raise ValueError("a sweep needs build: the loop of a lane's hyperparameter values")
         values = {k: np.asarray(v, np.float32) for k, v in (sweep or {}).items()}
         if values:
-            self._lanes = lambda method: _swept(build, method, values)
+            self._lanes = lambda method, *axes: _swept(build, method, values, *axes)
         else:
-            self._lanes = lambda method: jax.vmap(method(loop))
-        self._init = self._lanes(lambda lane: lane.init)
-        self._begin = self._lanes(lambda lane: lane.begin)
-        self._rollout = self._lanes(lambda lane: lane.rollout)
-        self._learn = self._lanes(lambda lane: lane.learn)
-        self._iteration = self._lanes(lambda lane: lane.iteration)
+            self._lanes = lambda method, *axes: jax.vmap(method(loop), *axes)
+        # The iteration counter is one for all lanes, which advance together: kept unbatched,
+        # a periodic node's condition on it stays a branch (a batched one would run both).
+        self._init = self._lanes(lambda lane: lane.init, 0, _STATE)
+        self._begin = self._lanes(lambda lane: lane.begin, (_STATE,), (_STATE, 0, 0))
+        self._rollout = self._lanes(lambda lane: lane.rollout, (_STATE,), (_STATE, 0, 0))
+        self._learn = self._lanes(lambda lane: lane.learn, (_STATE, 0, 0), (_STATE, 0))
+        self._iteration = self._lanes(lambda lane: lane.iteration, (_STATE,), (_STATE, 0))
         self._stack = self._lanes(lambda lane: lane.stack)
 
     def init(self, key):
@@ -74,7 +82,9 @@ class SeedLoop(LoopWrapper):
         return self._begin(state)
 
     def rollout(self, state, fixed=None):
-        return self._rollout(state) if fixed is None else self._rollout(state, fixed)
+        if fixed is not None:
+            raise ValueError("the lanes of a SeedLoop read their edges from their own state")
+        return self._rollout(state)
 
     def learn(self, state, trajectory, key):
         return self._learn(state, trajectory, key)
@@ -89,13 +99,20 @@ class SeedLoop(LoopWrapper):
         return self._lanes(lambda lane: lane.step_fn(index))
 
 
-def _swept(build: Builder, method: Callable, values: dict[str, np.ndarray]) -> Callable:
+# How a LoopState is laid out over the lanes: all but the iteration counter per lane.
+_STATE = LoopState(fragments=0, key=0, iteration=None, pending=0)
+
+
+def _swept(
+    build: Builder, method: Callable, values: dict[str, np.ndarray], in_axes=0, out_axes=0
+) -> Callable:
     """``method(loop)`` of each lane's own loop, vmapped over the lanes and their values."""
 
     def per_lane(lane_values, *args):
         return method(build(lane_values))(*args)
 
-    batched = jax.vmap(per_lane)
+    axes = (0, *in_axes) if isinstance(in_axes, tuple) else 0
+    batched = jax.vmap(per_lane, in_axes=axes, out_axes=out_axes)
     return lambda *args: batched({k: jnp.asarray(v) for k, v in values.items()}, *args)
 
 
@@ -117,7 +134,9 @@ class Replicated(Single):
     def __init__(self, lanes: int):
         self.lanes = lanes
 
-    def check(self, config: Any, env: Any, spec: AlgorithmSpec) -> None:
+    def check(
+        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
+    ) -> None:
         if env.on_host:
             raise ConfigError(
                 f"{self._runs(config)} need a JAX environment; {config.env} is a host "
@@ -125,16 +144,16 @@ class Replicated(Single):
             )
         super().check(config, env, spec)
 
-    def _runs(self, config: Any) -> str:
+    def _runs(self, config: TrainConfig) -> str:
         return f"{self.lanes} runs (num_seeds = {config.num_seeds} × the hyperparameter sweep)"
 
-    def wrap(self, resolved: Any, build: LoopBuilder) -> LoopLike:
+    def wrap(self, resolved: Resolved, build: LoopBuilder) -> LoopLike:
         env = env_fragment(resolved)
         lanes = resolved.lanes
         sweep = {name: [lane.point[name] for lane in lanes] for name in resolved.sweep}
         return SeedLoop(build(env, {}), len(lanes), sweep, lambda swept: build(env, swept))
 
-    def initial_key(self, resolved: Any) -> jax.Array:
+    def initial_key(self, resolved: Resolved) -> jax.Array:
         return seed_keys([lane.seed for lane in resolved.lanes])
 
     def evaluation(self, run: Callable) -> Callable:

@@ -3,7 +3,6 @@ its placement."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -20,10 +19,8 @@ def loop_builder(resolved: Resolved) -> LoopBuilder:
 
     def algorithm(swept: Mapping[str, Any]) -> Algorithm:
         context = resolved.context
-        if swept:
-            hparams = copy.copy(context.hparams)
-            for name, value in swept.items():  # each value was checked in resolve
-                object.__setattr__(hparams, name, value)
+        if swept:  # each value was checked in resolve; traced ones pass the checks through
+            hparams = dataclasses.replace(context.hparams, **swept)
             context = dataclasses.replace(context, hparams=hparams)
         return resolved.spec.build(context)
 

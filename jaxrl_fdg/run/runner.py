@@ -58,22 +58,22 @@ class RunResult(NamedTuple):
     run_dir: Any
 
 
-def initial_key(config: TrainConfig, spec: AlgorithmSpec | None = None) -> jax.Array:
+def initial_key(config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None) -> jax.Array:
     """The key :func:`train` starts from: one per lane (seed × sweep point) if there are
-    several."""
+    several. ``config`` may be resolved already (:func:`~jaxrl_fdg.config.resolve`)."""
     resolved = resolve(config, spec)
     return resolved.placement.initial_key(resolved)
 
 
 def make_train(
-    config: TrainConfig, spec: AlgorithmSpec | None = None
+    config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None
 ) -> Callable[[jax.Array], tuple[LoopState, dict[str, jax.Array]]]:
     """The whole run as one pure function ``train(key) -> (final state, metrics [iterations])``.
 
     Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. With
     ``key = initial_key(config)`` it computes what :func:`train` computes, up to float
     rounding: :func:`train` compiles ``init`` as a program of its own, without LLVM
-    optimisation (``policies.compiling.RUN_ONCE``).
+    optimisation (``policies.compiling.RUN_ONCE``). ``config`` may be resolved already.
     """
     resolved = resolve(config, spec)
     loop, iterations = build_loop(resolved), resolved.config.num_iterations
@@ -86,13 +86,16 @@ def make_train(
 
 
 def train(
-    config: TrainConfig,
+    config: TrainConfig | Resolved,
     spec: AlgorithmSpec | None = None,
     *,
     print_summary: bool = False,
     resume: str | Path | None = None,
 ) -> RunResult:
     """Train as ``config`` says; write the run folder; return the final state and metrics.
+
+    ``config`` may be resolved already (:func:`~jaxrl_fdg.config.resolve`): it is resolved once
+    per run, and what it resolved to is passed down.
 
     With ``resume`` (a run folder written with this ``config``), the run continues from that
     folder's latest checkpoint and computes what the uninterrupted run would have; rows logged
@@ -101,6 +104,8 @@ def train(
     Ctrl-C or SIGTERM stops the run at the next host boundary with a checkpoint (when there is a
     run folder); a second Ctrl-C stops at once.
     """
+    given = config
+    config = config.config if isinstance(config, Resolved) else config
     if config.num_processes > 1:  # connect the processes before JAX starts its backends
         if resume is not None:
             raise ConfigError("runs across processes write no checkpoints to resume from")
@@ -109,7 +114,8 @@ def train(
         from jaxrl_fdg.run import compile_cache
 
         compile_cache.enable()
-    resolved = resolve(config, spec)  # every ConfigError is raised here, before compiling
+    resolved = resolve(given, spec)  # every ConfigError is raised here, before compiling
+    config = resolved.config
     chosen = None
     if config.fusion == AUTO_FUSION or config.placement == AUTO_PLACEMENT:
         if resume is not None:
@@ -238,7 +244,7 @@ def _folders(resolved: Resolved, resume: str | Path | None):
         folder = RunFolder.open(resume)
         folder.lock("train --resume")
     elif config.out is not None:
-        folder = RunFolder.create(config)  # created locked
+        folder = RunFolder.create(config, resolved.spec.name)  # created locked
     else:
         return None, []
     try:
