@@ -112,5 +112,5 @@ def test_intrinsic_reward_fragment_added_to_ppo_without_touching_the_core():
     # The graph scheduled the new fragment between the rollout and the learner.
     assert "rollout.trajectory           -> novelty.trajectory" in out
     assert "novelty.trajectory           -> learner.trajectory" in out
-    assert "every iteration: novelty -> learner" in out
+    assert "└─ every iteration\n        ├─ novelty\n        └─ learner\n" in out
     assert "same state under every fusion mode: True" in out

@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 
 from jaxrl_fdg.core.cadence import ITERATION, STEP, Cadence, Every, Iteration, Rounds
 from jaxrl_fdg.core.fragment import Fragment, Role
+from jaxrl_fdg.core.schedule import Call, Node, Rollout, Schedule
 from jaxrl_fdg.errors import GraphError
 
 TRAJECTORY = "trajectory"
@@ -68,68 +69,8 @@ _ROLE_CADENCE = {
 
 class Edge(NamedTuple):
     source: str  # "fragment.edge", "rollout.trajectory" or "loop.env_steps"
-    target: str  # "fragment.edge", "fragment.method:edge", or "<node>?edge" for a condition
+    target: str  # "fragment.edge", "fragment.method:edge", or "fragment.when:edge" (a condition)
     kind: str  # "step" | "state" | "rollout" | "loop" | "learn" | "round" | "periodic"
-
-
-class Call(NamedTuple):
-    """One call of a fragment's entry point: ``method`` is ``"apply"`` or a method's name."""
-
-    fragment: str
-    method: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    index: int  # declaration order: fragments in order, each one's apply before its methods
-
-    @property
-    def label(self) -> str:
-        return self.fragment if self.method == "apply" else f"{self.fragment}.{self.method}"
-
-
-class Rollout(NamedTuple):
-    """The step phase: ``calls`` in order at each of ``length`` env steps (a ``lax.scan``)."""
-
-    length: int
-    calls: tuple[Call, ...]
-
-
-class Node(NamedTuple):
-    """A node after the rollout: ``calls`` in order, as often as ``cadence`` says."""
-
-    cadence: Cadence
-    calls: tuple[Call, ...]
-
-    @property
-    def fragments(self) -> tuple[str, ...]:
-        """The fragments called here, each once, in call order."""
-        return tuple(dict.fromkeys(c.fragment for c in self.calls))
-
-
-class Schedule(NamedTuple):
-    """One iteration: the rollout, then the nodes after it, in order."""
-
-    rollout: Rollout
-    after: tuple[Node, ...]
-
-    @property
-    def step(self) -> tuple[str, ...]:
-        """The labels of the rollout's calls, in order."""
-        return tuple(c.label for c in self.rollout.calls)
-
-    def lines(self) -> list[str]:
-        """The tree, one line per node and call."""
-        out = ["iteration", f"├─ rollout × {self.rollout.length} steps"]
-        out += _branch("│  ", [c.label for c in self.rollout.calls])
-        out.append("└─ after the rollout")
-        for i, node in enumerate(self.after):
-            last = i == len(self.after) - 1
-            out.append(f"   {'└─' if last else '├─'} {node.cadence}")
-            out += _branch("   " + ("   " if last else "│  "), [c.label for c in node.calls])
-        return out
-
-
-def _branch(indent: str, labels: list[str]) -> list[str]:
-    return [f"{indent}{'└─' if i == len(labels) - 1 else '├─'} {x}" for i, x in enumerate(labels)]
 
 
 class Graph(NamedTuple):
@@ -387,9 +328,10 @@ class _Builder:
             kind = _KINDS[type(node.cadence)]
             written = dict(carried)
             condition = node.cadence.when if isinstance(node.cadence, Rounds) else None
+            owner = next((c.fragment for c in node.calls if c.method == "apply"), node.calls[0])
             for edge in condition.reads if condition else ():
                 source = self._edge(None, edge, carried, LOOP_EDGES, kind)
-                yield source._replace(target=f"'{node.cadence}'?{edge}")
+                yield source._replace(target=f"{owner}.when:{edge}")
             for c in node.calls:
                 for edge in c.inputs:
                     yield self._edge(c, edge, written, LOOP_EDGES, kind)

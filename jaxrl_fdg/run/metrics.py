@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxrl_fdg.core.loop import RUNS
 from jaxrl_fdg.profiling import summary_table
 
 EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
@@ -17,7 +18,11 @@ def length(metrics: dict[str, np.ndarray]) -> int:
 
 def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
     """One ``metrics.jsonl`` row for a chunk of iterations: counters, episode statistics and
-    the mean of every other metric over the chunk."""
+    the mean of every other metric over the chunk.
+
+    A fragment of a periodic node reports ``<fragment>/runs`` (1 where it ran): its row holds
+    the number of runs in the chunk, and its other metrics ``<fragment>/...`` are means over
+    the iterations that ran (``None`` if none did)."""
     n = length(metrics)
     out: dict[str, Any] = {
         "iteration": iterations,
@@ -26,8 +31,18 @@ def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
         "steps_per_s": n * config.steps_per_iteration / max(window_wall, 1e-9),
     }
     out.update(_episode_stats(metrics))
+    suffix = f"/{RUNS}"
+    ran = {k[: -len(suffix)]: np.asarray(v) > 0 for k, v in metrics.items() if k.endswith(suffix)}
     for key, values in metrics.items():
-        if key not in EPISODE_KEYS:
+        fragment = key.split("/")[0] if "/" in key else None
+        if key in EPISODE_KEYS:
+            continue
+        if key.endswith(suffix):
+            out[key] = int(np.sum(ran[fragment]))
+        elif fragment in ran:
+            mask = ran[fragment]
+            out[key] = float(np.mean(np.asarray(values)[mask])) if mask.any() else None
+        else:
             out[key] = float(np.mean(values))
     return out
 
