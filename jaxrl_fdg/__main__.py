@@ -4,4 +4,5 @@ import sys
 
 from jaxrl_fdg.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing the module (a docs or API tool does) runs nothing
+    sys.exit(main())
