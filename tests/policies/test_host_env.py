@@ -67,6 +67,48 @@ def test_off_policy_actor_counter_threads_through_the_halves():
     _assert_same_run(rl.train(DQN.replace(fusion="step")), rl.train(DQN.replace(fusion="fragment")))
 
 
+def _with_step_fragment(frag):
+    """PPO with ``frag`` added to its graph."""
+    spec = resolve(TINY).spec
+    return spec._replace(build=lambda ctx: spec.build(ctx).with_fragments(frag))
+
+
+def test_any_step_graph_is_double_buffered_as_the_fused_modes_run_it():
+    # A device fragment in the step body before the actor (it halves the observation the actor
+    # acts on, and the trajectory records): the double-buffered plan drives the same step body.
+    def halve(state, inputs, key):
+        return state, {"observation": inputs["observation"] * 0.5}
+
+    frag = rl.fragment(
+        "halve", "transform", halve, inputs=("observation",), outputs=("observation",)
+    )
+    spec = _with_step_fragment(frag)
+    step = rl.train(TINY.replace(fusion="step"), spec)
+    _assert_same_run(step, rl.train(TINY.replace(fusion="fragment"), spec))
+    assert rl.build_loop(resolve(TINY, spec)).graph.schedule.step == ("halve", "actor", "env")
+
+
+def test_a_step_fragment_publishing_what_the_step_reads_is_refused():
+    # The halves would read it at other times than the fused modes: refused before compiling.
+    def count(state, inputs, key):
+        return state + 1, {}
+
+    frag = rl.fragment(
+        "counter",
+        "transform",
+        count,
+        init=lambda key: 0,
+        inputs=("observation",),
+        publish=lambda s: {"count": s},
+        published=("count",),
+    )
+    reader = rl.fragment("reader", "transform", lambda s, i, k: (s, {}), inputs=("count",))
+    spec = resolve(TINY).spec
+    both = spec._replace(build=lambda ctx: spec.build(ctx).with_fragments(frag, reader))
+    with pytest.raises(rl.ConfigError, match="'counter' publishes count, read within the step"):
+        rl.build_loop(resolve(TINY, both))
+
+
 def test_two_halves_of_simulators_closed_after_the_run(ppo_runs):
     halves = ppo_runs["step"].state.fragments["env"]
     handles = {int(np.asarray(half.env)) for half in halves}
