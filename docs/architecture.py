@@ -1,5 +1,5 @@
-"""Draw docs/architecture.png: the packages and what imports what (left), the data flow of one
-iteration as the graph schedules it (right).
+"""Draw docs/architecture.png: the packages and what imports what (left), the schedule tree of
+one iteration and where each fusion mode cuts it into programs (right).
 
     python docs/architecture.py
 """
@@ -26,7 +26,13 @@ PACKAGES = [
         0.5,
         2.0,
     ),
-    ("core/", "fragment · graph + schedule · algorithm · loop · protocol", 0.5, 1.0),
+    (
+        "core/",
+        "fragment · cadence · graph → schedule tree · algorithm\n"
+        "loop (step body) · learn (learn body) · protocol",
+        0.5,
+        1.0,
+    ),
 ]
 SIDE = [
     ("envs/", "Environment, registry,\nadapters (make parses prefixes)", 1.45, 1.0),
@@ -88,61 +94,98 @@ def packages(ax):
         (xa, ya), (xb, yb) = where[a], where[b]
         _arrow(ax, (xa, ya - 0.36), (xb, yb + 0.36))
     _arrow(ax, (1.14, 2.2), (1.06, 1.3), color="#7a9a4a")
-    _arrow(ax, (1.14, 1.0), (1.06, 1.0), color="#7a9a4a")
+    _arrow(ax, (1.06, 1.0), (1.14, 1.0), color="#7a9a4a")
     ax.text(
         1.45,
-        0.35,
-        "fragments and envs use core's types;\nthe core imports no backend",
+        0.05,
+        "fragments use core's types; core wraps envs'\nenvironments (envs import nothing of it);\n"
+        "the core imports no backend",
         ha="center",
         fontsize=7.5,
         color="#555",
     )
     ax.set_xlim(-0.15, 1.85)
-    ax.set_ylim(0.2, 5.5)
+    ax.set_ylim(-0.3, 5.5)
     ax.axis("off")
 
 
+# The schedule tree of one iteration: (label, depth, cadence colour) in drawing order.
+TREE = [
+    ("iteration", 0, "#dddddd"),
+    ("rollout × T steps (every step)", 1, "#f4d9c6"),
+    ("actor", 2, "#f4d9c6"),
+    ("env", 2, "#f4d9c6"),
+    ("after the rollout", 1, "#dddddd"),
+    ("every iteration: replay store, on-policy learner", 2, "#d9c6f4"),
+    ("k rounds when warmed up: sample → learner → update", 2, "#c6f4d9"),
+    ("every n iterations: auxiliary phase, evaluator", 2, "#f4f0c6"),
+]
+# Where each fusion mode cuts the tree into compiled programs: (mode, rows it spans, text).
+CUTS = [
+    ("step", (2, 3), "one per call"),
+    ("step", (4, 7), "learner"),
+    ("fragment", (1, 3), "rollout"),
+    ("fragment", (4, 7), "learner"),
+    ("iteration", (0, 7), "the whole iteration"),
+    ("scan", (0, 7), "× chunk iterations"),
+]
+
+
 def dataflow(ax):
-    ax.set_title("one iteration, as the graph schedules it", fontsize=11)
-    ax.add_patch(
-        FancyBboxPatch(
-            (0.02, 2.45), 0.96, 1.45, boxstyle="round,pad=0.02", fc="#f7f7f7", ec="#999", ls="--"
-        )
+    ax.set_title(
+        "one iteration: the schedule tree, and where each fusion mode cuts it", fontsize=11
     )
-    ax.text(0.05, 3.8, "step phase × T (one env step each)", fontsize=8.5, color="#555")
-    ax.add_patch(
-        FancyBboxPatch(
-            (0.02, 0.15), 0.96, 2.1, boxstyle="round,pad=0.02", fc="#f7f7f7", ec="#999", ls="--"
+    rows = len(TREE)
+    y = {i: rows - i for i in range(rows)}
+    for i, (label, depth, color) in enumerate(TREE):
+        x = 0.02 + 0.07 * depth
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, y[i] - 0.32),
+                0.62 - 0.07 * depth,
+                0.64,
+                boxstyle="round,pad=0.02",
+                fc=color,
+                ec="#666",
+                lw=0.8,
+            )
         )
-    )
-    ax.text(0.6, 2.15, "learn phase (once per iteration)", fontsize=8.5, color="#555")
-    nodes = {
-        "actor": (0.25, 3.1, "#f4d9c6"),
-        "env": (0.75, 3.1, "#f4d9c6"),
-        "transform\n(optional)": (0.2, 1.6, "#eee"),
-        "learner": (0.75, 1.6, "#d9c6f4"),
-        "replay": (0.2, 0.6, "#c6f4d9"),
-    }
-    for name, (x, y, color) in nodes.items():
-        _box(ax, x, y, 0.3, 0.45, name, "", color)
-    _arrow(ax, (0.4, 3.2), (0.6, 3.2), "action")
-    _arrow(ax, (0.6, 2.95), (0.4, 2.95), "observation (published)", at=(0.5, 2.78))
-    _arrow(ax, (0.5, 2.5), (0.25, 1.85), "trajectory [T, B]")
-    _arrow(ax, (0.35, 1.6), (0.6, 1.6), "trajectory")
-    _arrow(ax, (0.78, 1.85), (0.3, 2.86), "params (published)", rad=0.25, at=(0.8, 2.5))
-    _arrow(ax, (0.35, 0.65), (0.62, 1.38), "batch (sample)", rad=-0.2, at=(0.4, 1.05))
-    _arrow(ax, (0.7, 1.37), (0.36, 0.52), "td_error (update)", rad=-0.2, at=(0.72, 0.8))
+        ax.text(x + 0.015, y[i], label, fontsize=8, va="center")
+        if depth:
+            parent = max(j for j in range(i) if TREE[j][1] == depth - 1)
+            px = 0.02 + 0.07 * (depth - 1) + 0.03
+            ax.plot([px, px, x], [y[parent] - 0.32, y[i], y[i]], color="#999", lw=0.8)
+    columns = {"step": 0.70, "fragment": 0.79, "iteration": 0.88, "scan": 0.97}
+    for mode, (first, last), text in CUTS:
+        x = columns[mode]
+        top, bottom = y[first] + 0.35, y[last] - 0.35
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, bottom),
+                0.05,
+                top - bottom,
+                boxstyle="round,pad=0.005",
+                fc="#dbe8f5",
+                ec="#336",
+                lw=0.8,
+            )
+        )
+        ax.text(
+            x + 0.025, (top + bottom) / 2, text, rotation=90, fontsize=6.5, ha="center", va="center"
+        )
+    for mode, x in columns.items():
+        ax.text(x + 0.025, rows + 0.55, mode, fontsize=7.5, ha="center", weight="bold")
     ax.text(
         0.5,
         -0.05,
-        "a placement wraps this loop (shards, lanes, two devices, halves);\n"
-        "a fusion plan decides what is compiled together",
+        "a placement maps or splits the tree (lanes: vmap; shards: shard_map; actor_learner:\n"
+        "the rollout on one device, the rest on another; host_env: the rollout in two halves)",
         ha="center",
         fontsize=7.5,
         color="#555",
     )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.2, 4.0)
+    ax.set_xlim(0, 1.05)
+    ax.set_ylim(-0.4, rows + 1)
     ax.axis("off")
 
 
