@@ -19,9 +19,9 @@ after the learner), with the same keys. Its metrics are ``evaluator/eval_return`
 others, zero on the iterations it skips, and ``evaluator/runs``, 1 where it ran: metric rows
 average over the iterations that ran.
 
-The evaluator takes a key of its own from the iteration's stream, so PPO's updates draw
-different minibatch shuffles than PPO alone with the same seed: the same algorithm, not the
-same bits.
+A node of evaluators takes its key apart from the training nodes' (``fold_in`` of the learn
+key), so PPO's updates draw the same keys as PPO alone: the learner ends with the same bits as a
+run without the evaluator.
 
     python examples/periodic_evaluation.py --total-steps 100000
 """
@@ -39,7 +39,6 @@ import numpy as np
 
 import jaxrl_fdg as rl
 from jaxrl_fdg import validate
-from jaxrl_fdg.core.evaluation import evaluator
 from jaxrl_fdg.fragments import ppo
 
 
@@ -57,37 +56,15 @@ class Config(ppo.PPOConfig):
         validate.positive_int("graph_eval_episodes", self.graph_eval_episodes)
 
 
-def periodic_evaluator(ctx: rl.AlgorithmContext, algorithm: rl.Algorithm) -> rl.Fragment:
-    """``algorithm``'s deterministic policy played on ``ctx.env`` every ``graph_eval_every``
-    iterations: ``params -> metrics``."""
-    hp: Config = ctx.hparams
-    # The library's evaluator plays the episodes and outputs eval_return, eval_return_std and
-    # eval_length as edges; the loop logs a fragment's `metrics` output, so they go there.
-    play = evaluator(
-        ctx.env,
-        ctx.env_params,
-        algorithm.policy,
-        hp.graph_eval_episodes,
-        memory=algorithm.policy_memory,
-    )
-
-    def evaluate(state, inputs, key):
-        state, results = play.apply(state, inputs, key)
-        return state, {"metrics": results}
-
-    return rl.fragment(
-        "evaluator",
-        "evaluator",
-        evaluate,
-        inputs=("params",),
-        outputs=("metrics",),
-        cadence=rl.every(hp.graph_eval_every),
-    )
-
-
 def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
+    hp: Config = ctx.hparams
     algorithm = ppo.SPEC.build(ctx)._replace(name="ppo-periodic-eval")
-    return algorithm.with_fragments(periodic_evaluator(ctx, algorithm))
+    # The library's evaluator, as a fragment of cadence every(N): it reads the learner's
+    # published params and reports eval_return, eval_return_std and eval_length as metrics.
+    evaluator = rl.in_graph_evaluator(
+        ctx, algorithm, every=hp.graph_eval_every, episodes=hp.graph_eval_episodes
+    )
+    return algorithm.with_fragments(evaluator)
 
 
 def check(ctx: rl.AlgorithmContext) -> None:

@@ -33,6 +33,7 @@ from jaxrl_fdg.core import (
     every,
     fragment,
     hparam,
+    in_graph_evaluator,
     rounds,
 )
 from jaxrl_fdg.core import algorithm as algorithm
@@ -72,6 +73,7 @@ __all__ = [
     "every",
     "fragment",
     "hparam",
+    "in_graph_evaluator",
     "make_plan",
     "make_train",
     "resolve",

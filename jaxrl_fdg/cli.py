@@ -148,6 +148,7 @@ def _add_plot(plot: argparse.ArgumentParser) -> None:
 
 def _train_parser(algo: str) -> argparse.ArgumentParser:
     spec = algorithms.get(algo)
+    cfg.check_spec(spec)  # its hyperparameters' flags must not clash with the run's
     parser = argparse.ArgumentParser(
         prog="jaxrl-fdg train", description="Train an agent.", allow_abbrev=False
     )

@@ -18,7 +18,7 @@ from jaxrl_fdg.config.schema import (
     setting,
 )
 from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
-from jaxrl_fdg.config.values import coerce, make_hparams, unoptional
+from jaxrl_fdg.config.values import check_spec, coerce, make_hparams, unoptional
 
 __all__ = [
     "AUTO_BOUNDARIES",
@@ -31,6 +31,7 @@ __all__ = [
     "Lane",
     "Resolved",
     "TrainConfig",
+    "check_spec",
     "check_values",
     "coerce",
     "dump_toml",

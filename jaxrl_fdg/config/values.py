@@ -7,12 +7,33 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from jaxrl_fdg.config.schema import TrainConfig
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.errors import ConfigError
+
+# Flags of ``jaxrl-fdg train`` that are no run setting: a hyperparameter may not take their names.
+_COMMAND_FLAGS = ("config", "resume", "env_option", "help")
+
+
+def check_spec(spec: AlgorithmSpec) -> None:
+    """An algorithm's hyperparameters are a dataclass whose field names are not those of run
+    settings, which share the command line with them (``--eval-every`` is one flag)."""
+    if not dataclasses.is_dataclass(spec.hparams) or not isinstance(spec.hparams, type):
+        raise ConfigError(
+            f"algorithm {spec.name!r}: hparams must be a dataclass type, got {spec.hparams!r}"
+        )
+    settings = {f.name for f in dataclasses.fields(TrainConfig)} | set(_COMMAND_FLAGS)
+    taken = sorted(f.name for f in dataclasses.fields(spec.hparams) if f.name in settings)
+    if taken:
+        raise ConfigError(
+            f"algorithm {spec.name!r} names hyperparameter(s) {', '.join(taken)} like run "
+            "settings of jaxrl-fdg train; rename them"
+        )
 
 
 def make_hparams(spec: AlgorithmSpec, overrides: Mapping[str, Any]) -> Any:
     """The algorithm's hyperparameter dataclass with ``overrides`` applied and type-checked."""
+    check_spec(spec)
     fields = {f.name: f for f in dataclasses.fields(spec.hparams)}
     unknown = sorted(str(k) for k in overrides if k not in fields)
     if unknown:

@@ -20,6 +20,7 @@ from jaxrl_fdg.core.cadence import (
     every,
     rounds,
 )
+from jaxrl_fdg.core.evaluation import in_graph_evaluator
 from jaxrl_fdg.core.fragment import EmptyState, Fragment, Method, Role, call, fragment, published
 from jaxrl_fdg.core.graph import Call, Edge, Graph, Node, Rollout, Schedule
 from jaxrl_fdg.core.lagged import LaggedLoop
@@ -64,6 +65,7 @@ __all__ = [
     "every",
     "fragment",
     "hparam",
+    "in_graph_evaluator",
     "iterations_done",
     "published",
     "rounds",

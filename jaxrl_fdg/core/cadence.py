@@ -69,7 +69,7 @@ class Every:
     n: int
 
     def __str__(self) -> str:
-        return f"every {self.n} iterations"
+        return f"every {self.n} iteration{'s' if self.n != 1 else ''}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,9 @@ fragment, which plays one episode on each of ``episodes`` fresh environments (no
 learning) and reports the mean and spread of their returns. Its keys derive from the run's seed
 and the iteration alone, so its results are the same under every fusion mode; it never touches the
 training state, so evaluating does not change what the run computes.
+
+:func:`in_graph_evaluator` puts the same evaluation inside the graph instead, as a fragment that
+runs every ``n`` iterations inside the compiled program.
 """
 
 from __future__ import annotations
@@ -15,8 +18,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg.core import cadence
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.envs.base import Environment
+from jaxrl_fdg.errors import GraphError
 
 Policy = Callable[..., Any]  # (params, observations [B, ...]) -> actions [B], or see below
 
@@ -88,6 +94,42 @@ def evaluator(
         return state, play(inputs["params"], key)
 
     return fragment(name, Role.EVALUATOR, apply, inputs=("params",), outputs=EVAL_OUTPUTS)
+
+
+def in_graph_evaluator(
+    ctx: AlgorithmContext, algorithm: Algorithm, every: int, episodes: int, name: str = "evaluator"
+) -> Fragment:
+    """An evaluator that runs inside the graph, every ``every`` iterations (cadence
+    :func:`~jaxrl_fdg.core.cadence.every`): ``algorithm``'s deterministic policy on the learner's
+    published ``params``, played on ``episodes`` environments of the run's own environment
+    (``ctx.env``). Its results are its ``metrics``: ``<name>/eval_return`` and the others,
+    with ``<name>/runs``. Add it with ``algorithm.with_fragments(...)``.
+
+    A node of evaluators draws its key apart from the training nodes' (``core.loop``), so
+    adding one changes nothing training computes."""
+    if ctx.env is None or getattr(ctx.env, "on_host", False):
+        raise GraphError(
+            f"an in-graph evaluator plays a JAX environment inside the compiled program; "
+            f"the run's environment is {'none' if ctx.env is None else 'a host simulator'}"
+        )
+    if algorithm.policy is None:
+        raise GraphError(f"algorithm {algorithm.name!r} defines no policy to evaluate")
+    play = evaluator(
+        ctx.env, ctx.env_params, algorithm.policy, episodes, name, algorithm.policy_memory
+    )
+
+    def apply(state, inputs, key):
+        state, results = play.apply(state, inputs, key)
+        return state, {"metrics": results}
+
+    return fragment(
+        name,
+        Role.EVALUATOR,
+        apply,
+        inputs=("params",),
+        outputs=("metrics",),
+        cadence=cadence.every(every),
+    )
 
 
 def _record(c: _Episodes, ts: Any, ended: jax.Array) -> _Episodes:

@@ -22,7 +22,8 @@ gets one from its role and edges:
 
 An input edge is fed by an output of an earlier call in the same step or node, by one of the
 loop's edges after the rollout (``trajectory``: ``T`` steps of the step edges stacked;
-``env_steps``), or by an edge a fragment *publishes* from its state. Order follows the edges:
+``env_steps``, this rollout's included; ``iteration``, the one being run, from 1), or by an edge
+a fragment *publishes* from its state. Order follows the edges:
 
 * a call runs after every call of its node that writes what it reads. A call that reads and
   writes the same edge rewrites it in place (an observation normaliser, a reward bonus) and runs
@@ -55,8 +56,11 @@ from jaxrl_fdg.errors import GraphError
 
 TRAJECTORY = "trajectory"
 ENV_STEPS = "env_steps"
+ITERATION_EDGE = "iteration"
 METRICS = "metrics"
-LOOP_EDGES = (TRAJECTORY, ENV_STEPS)  # made by the loop for the calls after the rollout
+# Made by the loop for the calls after the rollout: the rollout's steps stacked ``[T, B, ...]``,
+# the env steps taken (this rollout's included) and the iteration being run, from 1 (int32).
+LOOP_EDGES = (TRAJECTORY, ENV_STEPS, ITERATION_EDGE)
 
 _ROLE_CADENCE = {
     Role.ENV: STEP,
@@ -70,7 +74,8 @@ _ROLE_CADENCE = {
 class Edge(NamedTuple):
     source: str  # "fragment.edge", "rollout.trajectory" or "loop.env_steps"
     target: str  # "fragment.edge", "fragment.method:edge", or "fragment.when:edge" (a condition)
-    kind: str  # "step" | "state" | "rollout" | "loop" | "learn" | "round" | "periodic"
+    # "step" | "state" | "published" | "rollout" | "loop" | "learn" | "round" | "periodic"
+    kind: str
 
 
 class Graph(NamedTuple):
@@ -130,15 +135,21 @@ class Graph(NamedTuple):
             ins = ", ".join(f.inputs) or "-"
             outs = ", ".join((*f.outputs, *(f"{p} (published)" for p in f.published))) or "-"
             where = "" if f.placement == "device" else f", on the {f.placement}"
-            extra = "".join(f"; {m.name}: {', '.join(m.inputs) or '-'}" for m in f.methods)
+            extra = "".join(
+                f"; {m.name}: in: {_names(m.inputs)} -> out: {_names(m.outputs)}"
+                + (f" ({m.cadence})" if m.cadence is not None else "")
+                for m in f.methods
+            )
+            extra += f"  ({f.cadence})" if f.cadence is not None else ""
             lines.append(
                 f"  {f.name:<{width}}  [{f.role.value}{where}]  in: {ins}  ->  out: {outs}{extra}"
             )
         lines.append("edges:")
         notes = {
             "step": "within a step",
-            "state": "read from the source's state",
-            "rollout": f"{self.rollout_len} steps of the step phase stacked",
+            "state": "the source's state at the start of the step",
+            "published": "the source's state after its calls this iteration",
+            "rollout": f"{self.rollout_len} steps of the step body stacked",
             "loop": "counted by the loop",
             "learn": "after the rollout",
             "round": "within a round",
@@ -174,6 +185,11 @@ class _Builder:
         self.publisher: dict[str, str] = {}
         for f in fragments:
             for edge in f.published:
+                if edge in LOOP_EDGES:
+                    raise GraphError(
+                        f"fragment {f.name!r} publishes {edge!r}, an edge the loop makes after "
+                        f"the rollout ({', '.join(LOOP_EDGES)}): rename it"
+                    )
                 if edge in self.publisher:
                     raise GraphError(
                         f"edge {edge!r} is published by both {self.publisher[edge]!r} and "
@@ -349,7 +365,9 @@ class _Builder:
             source = "rollout" if edge == TRAJECTORY else "loop"
             return Edge(f"{source}.{edge}", target, source)
         if edge in self.publisher:
-            return Edge(f"{self.publisher[edge]}.{edge}", target, "state")
+            return Edge(
+                f"{self.publisher[edge]}.{edge}", target, "published" if loop_edges else "state"
+            )
         available = sorted(
             {*self.publisher, *LOOP_EDGES} | {e for c in self.calls for e in c.outputs}
         )
@@ -362,6 +380,10 @@ class _Builder:
 
 
 _KINDS = {Iteration: "learn", Rounds: "round", Every: "periodic"}
+
+
+def _names(edges: tuple[str, ...]) -> str:
+    return ", ".join(edges) or "-"
 
 
 def _where(call: Call, loop_edges) -> str:
@@ -393,6 +415,7 @@ def _topological(items, after: Mapping[Any, Mapping[Any, str]], rank, label) -> 
 
 __all__ = [
     "ENV_STEPS",
+    "ITERATION_EDGE",
     "LOOP_EDGES",
     "METRICS",
     "TRAJECTORY",

@@ -15,7 +15,9 @@ depend on how the pieces are compiled:
 
 * ``begin``: the loop key gives (next loop key, rollout key, learn key);
 * each step: the carry's key gives (next key, one key per call of the step body);
-* after the rollout: the learn key goes to the node, or is split into one per node;
+* after the rollout: the learn key goes to the node, or is split into one per node; a node of
+  evaluators only takes ``fold_in(learn key, ...)`` instead, outside the split, so adding an
+  in-graph evaluator leaves every other key, and what training computes, as it was;
 * a node of calls: its key goes to the call, or is split into one per call;
 * rounds: one key per round, split into (a key every method call of the round shares, the key
   of its ``apply`` calls, split among them if several);
@@ -34,12 +36,13 @@ import numpy as np
 
 from jaxrl_fdg.core.algorithm import Algorithm
 from jaxrl_fdg.core.fragment import Fragment, Role, call, published
-from jaxrl_fdg.core.graph import ENV_STEPS, TRAJECTORY, Graph
+from jaxrl_fdg.core.graph import ENV_STEPS, ITERATION_EDGE, TRAJECTORY, Graph
 from jaxrl_fdg.core.learn import RUNS, Learn
 from jaxrl_fdg.core.types import LoopState, Metrics, Transition
 from jaxrl_fdg.errors import GraphError
 
 _ENV_FIELDS = ("reward", "terminated", "truncated", "next_observation")
+_OBSERVERS = 0x4F425356  # folded into the learn key for the nodes of evaluators
 _RECORDED = ("observation", "action", *_ENV_FIELDS)
 
 
@@ -279,14 +282,28 @@ class Loop:
     ) -> tuple[LoopState, Metrics]:
         """The nodes after the rollout, in order; metrics include completed-episode statistics."""
         env_steps = (state.iteration + 1) * trajectory.reward.size
-        learn = Learn(self, state.fragments, {TRAJECTORY: trajectory, ENV_STEPS: env_steps})
-        nodes = self.schedule.after
-        keys = [key] if len(nodes) == 1 else list(jax.random.split(key, len(nodes)))
+        edges = {TRAJECTORY: trajectory, ENV_STEPS: env_steps, ITERATION_EDGE: state.iteration + 1}
+        learn = Learn(self, state.fragments, edges)
         metrics: Metrics = {}
-        for node, k in zip(nodes, keys, strict=True):
+        for node, k in zip(self.schedule.after, self._node_keys(key), strict=True):
             metrics.update(learn.node(node, k, state.iteration))
         metrics.update(episode_metrics(trajectory))
         return state._replace(fragments=learn.states, iteration=state.iteration + 1), metrics
+
+    def _node_keys(self, key: jax.Array) -> list[jax.Array]:
+        """One key per node after the rollout: the learn key itself for the one node that
+        trains, else a split among those nodes; a node of evaluators only folds its position
+        into the learn key instead, so adding one changes nothing the others compute."""
+        nodes = self.schedule.after
+        observes = [
+            all(self._by_name[n].role is Role.EVALUATOR for n in x.fragments) for x in nodes
+        ]
+        trains = observes.count(False)
+        split = iter([key] if trains == 1 else list(jax.random.split(key, trains)))
+        return [
+            jax.random.fold_in(key, _OBSERVERS + i) if observer else next(split)
+            for i, observer in enumerate(observes)
+        ]
 
     def iteration(self, state: LoopState, _: Any = None) -> tuple[LoopState, Metrics]:
         state, trajectory, k_learn = self.rollout(state)

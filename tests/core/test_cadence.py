@@ -66,7 +66,7 @@ def test_a_reader_of_a_published_edge_runs_after_its_publisher_whatever_the_decl
     loop = _loop(ppo, second, first)
     assert _nodes(loop) == [("every iteration", ("learner", "first", "second"))]
     edges = {(e.source, e.target, e.kind) for e in loop.graph.edges}
-    assert ("first.first_count", "second.first_count", "state") in edges
+    assert ("first.first_count", "second.first_count", "published") in edges
 
 
 def test_it_reads_the_publishers_state_of_this_iteration(ppo):

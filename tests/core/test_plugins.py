@@ -221,3 +221,23 @@ def test_an_installed_packages_entry_points_are_listed_and_run(installed_plugin,
     assert main(["train", *flags, "--out", ""]) == 0
     with pytest.raises(rl.ConfigError, match="already registered"):
         algorithms.register(algorithms.get("lab-a2c"))
+
+
+def test_a_hyperparameter_named_like_a_run_setting_is_refused(tmp_path, capsys):
+    code = textwrap.dedent(
+        """
+        import dataclasses
+        import jaxrl_fdg as rl
+        from jaxrl_fdg.fragments import ppo
+
+        @dataclasses.dataclass(frozen=True)
+        class Clashing(ppo.PPOConfig):
+            eval_every: int = rl.hparam(10, "iterations between evaluations")
+
+        SPEC = ppo.SPEC._replace(name="clashing", hparams=Clashing)
+        """
+    )
+    (tmp_path / "clashing.py").write_text(code)
+    assert main(["train", "--algo", f"{tmp_path / 'clashing.py'}:SPEC", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert "names hyperparameter(s) eval_every like run settings" in err

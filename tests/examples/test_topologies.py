@@ -255,7 +255,7 @@ def test_evaluator_is_a_periodic_node_after_the_learner():
     every_iteration, periodic = loop.graph.schedule.after
     assert every_iteration.fragments == ("learner",)
     assert periodic.cadence == rl.every(N) and periodic.fragments == ("evaluator",)
-    assert ("learner.params", "evaluator.params", "state") in loop.graph.edges
+    assert ("learner.params", "evaluator.params", "published") in loop.graph.edges
 
 
 def test_evaluator_ran_every_n_iterations_with_a_return_only_there(trained):
@@ -268,3 +268,18 @@ def test_evaluator_ran_every_n_iterations_with_a_return_only_there(trained):
         assert np.all(returns[~ran] == 0), mode
         # CartPole pays 1 per step: an episode's return is its length.
         np.testing.assert_array_equal(returns, metrics["evaluator/eval_length"], err_msg=mode)
+
+
+def test_the_evaluator_leaves_what_training_computes_as_it_was(trained):
+    # Its node draws its key apart from the learner's: PPO's state and metrics, evaluator and
+    # all, equal PPO's alone with the same seed and hyperparameters.
+    with_evaluator = trained("periodic_evaluation", "scan")
+    hparams = {k: v for k, v in HPARAMS["periodic_evaluation"].items() if "graph" not in k}
+    alone = rl.train(BASE.replace(algo="ppo", hparams=hparams))
+    jax.tree.map(
+        np.testing.assert_array_equal,
+        with_evaluator.state.fragments["learner"],
+        alone.state.fragments["learner"],
+    )
+    for key, values in alone.metrics.items():
+        np.testing.assert_array_equal(with_evaluator.metrics[key], values, err_msg=key)
