@@ -1,6 +1,9 @@
 """The ``jaxrl-fdg`` command: ``train``, ``evaluate``, ``list``, ``graph``, ``profile``, ``plot``,
 ``compare``.
 
+Where a command writes is its ``--out``: the parent folder of run folders for ``train`` and
+``profile``, the image file for ``plot`` and ``compare``.
+
 Settings are layered: defaults, then ``--config FILE``, then flags given on the command line.
 Bad input of any kind exits with status 2 and a one-line message, never a traceback.
 """
@@ -140,7 +143,9 @@ def _add_plot(plot: argparse.ArgumentParser) -> None:
         help="band over seeds: std (mean ± 1 std) | iqm (IQM, 95%% bootstrap interval)",
     )
     plot.add_argument(
-        "--output",
+        "--out",
+        "--output",  # its first name, still accepted
+        dest="output",
         metavar="FILE",
         help=f"image file (default: {plots.DEFAULT_OUTPUT} here, or in the run folder of one run)",
     )

@@ -245,7 +245,7 @@ def test_a_hyperparameter_named_like_a_run_setting_is_refused(tmp_path, capsys):
 
 def test_plot_and_compare_read_a_user_algorithms_run_folder(vtrace_run, tmp_path, capsys):
     # They read the folder's files alone: the algorithm's code is not needed, its name is shown.
-    assert main(["plot", str(vtrace_run), "--output", str(tmp_path / "curve.png")]) == 0
+    assert main(["plot", str(vtrace_run), "--out", str(tmp_path / "curve.png")]) == 0
     assert (tmp_path / "curve.png").stat().st_size > 0
     out = tmp_path / "comparison.png"
     assert main(["compare", str(vtrace_run), "--metric", "episode_return", "--out", str(out)]) == 0
