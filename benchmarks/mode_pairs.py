@@ -18,14 +18,25 @@ Reported per algorithm: each mode's median µs per iteration and env-steps/s, an
 scan / iteration, iteration / step and scan / step the per-round ratios of their rates (above 1:
 the first is faster), their median and range. Compile seconds are not measured here (the
 programs compile side by side in one process; ``benchmarks/compile_time.py`` measures them).
+
+Two installs against each other (another version of the library, in its own environment):
+
+    python benchmarks/mode_pairs.py --baseline /path/to/other/venv/bin/python --pairs 3
+
+runs this measurement with the baseline's interpreter and with this one in turn, ``--pairs``
+times, and reports each mode's µs per iteration on both sides and the ratio per pair (baseline
+over current: above 1, the current install is faster), in ``results/mode_pairs_baseline.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -133,8 +144,16 @@ def main() -> None:
         "--iterations", type=int, default=None, help=f"timed per mode and round (default {TIMED})"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "mode_pairs.json"))
+    parser.add_argument("--out", default=None, help="the results file (default: results/...)")
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="an interpreter with another install of jaxrl-fdg: time both, in interleaved pairs",
+    )
+    parser.add_argument("--pairs", type=int, default=3, help="with --baseline: pairs of runs")
     args = parser.parse_args()
+    name = "mode_pairs_baseline.json" if args.baseline else "mode_pairs.json"
+    args.out = args.out or str(Path(__file__).parent / "results" / name)
     modes = cli_args.comma_list(parser, "--modes", args.modes, MODES)
     algos = cli_args.comma_list(parser, "--algos", args.algos, sorted(rl.algorithm.registered()))
     if args.rounds < 1 or args.warm < 2 or (args.iterations is not None and args.iterations < 1):
@@ -143,6 +162,8 @@ def main() -> None:
             f"{args.rounds}, {args.iterations} and {args.warm}"
         )
 
+    if args.baseline:
+        return against_baseline(args, algos, modes)
     results = {
         algo: measure(algo, modes, args.rounds, args.warm, args.seed, args.iterations)
         for algo in algos
@@ -162,6 +183,44 @@ def main() -> None:
             if pair in r
         )
         print(f"{algo}: env-steps/s {rates}; rate ratios {ratios}; same bits {r['same_bits']}")
+
+
+def against_baseline(args: argparse.Namespace, algos: list[str], modes: list[str]) -> None:
+    """This measurement under ``args.baseline``'s install and this one, alternately."""
+    flags = ["--algos", ",".join(algos), "--modes", ",".join(modes), "--rounds", str(args.rounds)]
+    flags += ["--warm", str(args.warm), "--seed", str(args.seed)]
+    if args.iterations:
+        flags += ["--iterations", str(args.iterations)]
+    sides: dict[str, list[dict]] = {"baseline": [], "current": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.pairs):
+            for side, python in (("baseline", args.baseline), ("current", sys.executable)):
+                out = Path(tmp) / f"{side}-{i}.json"
+                command = [python, __file__, *flags, "--out", str(out)]
+                print(f"pair {i + 1}: {side}", flush=True)
+                subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+                sides[side].append(json.loads(out.read_text())["results"])
+    results: dict = {}
+    for algo in algos:
+        results[algo] = {}
+        for mode in modes:
+            before = [r[algo]["modes"][mode]["us_per_iteration"] for r in sides["baseline"]]
+            after = [r[algo]["modes"][mode]["us_per_iteration"] for r in sides["current"]]
+            ratios = [b / a for b, a in zip(before, after, strict=True)]
+            results[algo][mode] = {
+                "baseline_us": statistics.median(before),
+                "current_us": statistics.median(after),
+                "pair_ratios": ratios,
+                "median_pair_ratio": statistics.median(ratios),
+            }
+            print(
+                f"{algo} {mode}: {statistics.median(before):,.0f} -> "
+                f"{statistics.median(after):,.0f} µs/it, baseline/current "
+                f"{statistics.median(ratios):.3f} [{min(ratios):.2f}, {max(ratios):.2f}]"
+            )
+    config = {"baseline": args.baseline, "pairs": args.pairs, "rounds": args.rounds}
+    config["settings"] = {a: settings_for(a) for a in algos}
+    write_report(args.out, "mode_pairs_baseline", config, results)
 
 
 if __name__ == "__main__":

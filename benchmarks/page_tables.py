@@ -208,6 +208,34 @@ def mode_pairs(r: dict[str, dict]) -> str:
     )
 
 
+def mode_pairs_baseline(r: dict[str, dict]) -> str:
+    report = r["mode_pairs_baseline.json"]
+    rows = []
+    for algo, modes in report["results"].items():
+        for mode, x in modes.items():
+            ratios = x["pair_ratios"]
+            rows.append(
+                [
+                    f"`{algo}`",
+                    mode,
+                    f"{x['baseline_us']:,.0f}",
+                    f"{x['current_us']:,.0f}",
+                    f"{x['median_pair_ratio']:.3f} ({min(ratios):.2f}–{max(ratios):.2f})",
+                ]
+            )
+    return (
+        f"Baseline: `{report['config']['baseline']}`; {report['config']['pairs']} interleaved "
+        f"pairs of `mode_pairs.py` runs ({report['config']['rounds']} rounds each); medians of µs "
+        "per iteration, and baseline / current per pair (above 1: the current install is "
+        "faster).\n\n"
+        + _table(
+            ["algorithm", "mode", "µs/it, baseline", "µs/it, current", "baseline / current"],
+            rows,
+            "---|---|---:|---:|---:",
+        )
+    )
+
+
 def profile_overhead(r: dict[str, dict]) -> str:
     parts = []
     for name in ("profile_overhead_scan.json", "profile_overhead_step.json"):

@@ -150,6 +150,12 @@ def pages() -> tuple[Page, ...]:
                     tables.mode_pairs,
                     "python benchmarks/mode_pairs.py",
                 ),
+                Section(
+                    "Two installs' modes in interleaved pairs",
+                    ("mode_pairs_baseline.json",),
+                    tables.mode_pairs_baseline,
+                    "python benchmarks/mode_pairs.py --baseline PYTHON --pairs 3",
+                ),
             ),
         ),
         Page(
