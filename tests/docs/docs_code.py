@@ -5,7 +5,16 @@ A shell command is split as the shell would (quotes, comments, ``\\`` continuati
 ``jaxrl-fdg`` runs as ``python -m jaxrl_fdg`` with the sizes of a training run cut down (every
 ``--total-steps``, ``--num-envs``, ``--rollout-len``, ``--eval-every`` and ``--checkpoint-every``
 replaced, or added), so that a documented command runs in seconds and keeps its meaning: the same
-algorithm, environment, fusion mode, placement and flags.
+algorithm, environment, fusion mode, placement and flags. Commands run in a folder laid out as a
+checkout's root is for them (:func:`workspace`).
+
+Two attributes on a block's first line change what the tests do with it:
+
+* ``title="name.py"`` on a Python block: a file the page asks the reader to save under that name.
+  The tests write it into the page's folder (then run it, so it at least imports), and the blocks
+  after it use it: ``jaxrl-fdg train --algo name.py:SPEC``, ``import name``;
+* ``excerpt="path/in/the/repository.py"``: lines of that file, cut where a line reads ``...``. The
+  tests check that they are there, in that order, and do not run them.
 """
 
 from __future__ import annotations
@@ -16,9 +25,12 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```", re.S | re.M)
+ATTRIBUTES = re.compile(r'(\w+)="([^"]*)"')
+ELIDED = ("...", "# ...")  # an excerpt's cut
 
 # A run of 4 iterations of 8 environments × 8 steps: enough for a boundary, an evaluation and a
 # checkpoint where the command asks for them.
@@ -33,9 +45,74 @@ APPENDED = ("--total-steps", "--num-envs", "--rollout-len")
 TINY_PYTHON = (re.compile(r"total_steps=[0-9_]+"), "total_steps=1024")  # PPO: 2 iterations
 
 
+class Block(NamedTuple):
+    """A fenced block: its language, its body and the ``key="value"`` attributes of its first
+    line (see the module docstring)."""
+
+    language: str
+    body: str
+    attributes: dict[str, str]
+
+    @property
+    def file(self) -> str | None:
+        """The name a Python block is saved under (its ``title``), or ``None``."""
+        return self.attributes.get("title") if self.language == "python" else None
+
+    @property
+    def excerpt(self) -> str | None:
+        """The repository file an excerpt block is cut from, or ``None``."""
+        return self.attributes.get("excerpt")
+
+
+def fenced(path: Path, *languages: str) -> list[Block]:
+    """Every fenced block of ``path`` in ``languages``, in order."""
+    return [
+        Block(lang, body, dict(ATTRIBUTES.findall(info)))
+        for lang, info, body in FENCE.findall(path.read_text())
+        if lang in languages
+    ]
+
+
 def blocks(path: Path, *languages: str) -> list[tuple[str, str]]:
-    """``(language, body)`` of every fenced block of ``path`` in ``languages``."""
-    return [(lang, body) for lang, body in FENCE.findall(path.read_text()) if lang in languages]
+    """``(language, body)`` of every fenced block of ``path`` in ``languages``, excerpts left
+    out (they are checked, not run)."""
+    return [(b.language, b.body) for b in fenced(path, *languages) if b.excerpt is None]
+
+
+def workspace(folder: Path, page: Path | None = None) -> Path:
+    """``folder`` laid out for a page's commands as a checkout's root is: ``examples/`` (a link
+    to the repository's), and, given ``page``, every file it asks the reader to save."""
+    link = folder / "examples"
+    if not link.exists():
+        link.symlink_to(ROOT / "examples")
+    for block in fenced(page, "python") if page else ():
+        if block.file:
+            save(block, folder)
+    return folder
+
+
+def save(block: Block, folder: Path) -> Path:
+    """Write a file block into ``folder`` under its title (a plain file name)."""
+    name = block.file
+    if not name or Path(name).name != name or name == "examples":
+        raise ValueError(f"a file block's title is a plain file name, got {name!r}")
+    target = folder / name
+    target.write_text(block.body)
+    return target
+
+
+def missing_from_excerpt(block: Block) -> list[str]:
+    """The lines of an excerpt block that its file lacks in that order (``...`` lines cut)."""
+    lines = (ROOT / block.excerpt).read_text().splitlines()
+    missing, at = [], 0
+    for line in block.body.splitlines():
+        if line.strip() in ELIDED:
+            continue
+        try:
+            at = lines.index(line, at) + 1
+        except ValueError:
+            missing.append(line)
+    return missing
 
 
 def commands(block: str) -> list[list[str]]:
@@ -118,6 +195,12 @@ def run_python(code: str, cwd: Path, timeout: int = 900):
     pattern, replacement = TINY_PYTHON
     script = cwd / "block.py"
     script.write_text(pattern.sub(replacement, code))
+    return run_script(script, cwd, timeout)
+
+
+def run_script(script: Path, cwd: Path, timeout: int = 900):
+    """Run a Python file in ``cwd`` (which is on its import path, so it imports the files a page
+    saved there)."""
     return subprocess.run(
         [sys.executable, str(script)], cwd=cwd, capture_output=True, text=True, timeout=timeout
     )

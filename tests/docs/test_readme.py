@@ -85,22 +85,28 @@ def _flags(help_text: str) -> set[str]:
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", help_text))
 
 
-def test_every_flag_in_the_docs_exists():
-    """Each ``jaxrl-fdg`` command on a page names only flags its parser prints in ``--help``."""
+def test_every_flag_in_the_docs_exists(tmp_path, monkeypatch):
+    """Each ``jaxrl-fdg`` command on a page names only flags its parser prints in ``--help``, read
+    where the page's commands run (its files saved, ``examples/`` at hand)."""
     import cli_help
 
     helps: dict[tuple[str, ...], set[str]] = {}
-    for page in DOCS:
+    for i, page in enumerate(DOCS):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        monkeypatch.chdir(docs_code.workspace(folder, page))
         for args in docs_code.jaxrl_fdg_commands(page):
             if not args:
                 continue
             key = (args[0],)
             if args[0] == "train" and "--algo" in args:
                 key = ("train", "--algo", args[args.index("--algo") + 1])
-            if key not in helps:
-                helps[key] = _flags(cli_help.help_text(*key, "--help"))
+            # A reference (``--algo file.py:SPEC``) may name a file of this page's own.
+            cached = (*key, str(page)) if ":" in key[-1] else key
+            if cached not in helps:
+                helps[cached] = _flags(cli_help.help_text(*key, "--help"))
             used = {a.split("=")[0] for a in args if a.startswith("--")}
-            unknown = used - helps[key]
+            unknown = used - helps[cached]
             assert not unknown, f"{page.relative_to(ROOT)}: jaxrl-fdg {' '.join(args)}: {unknown}"
 
 
@@ -137,6 +143,7 @@ def test_the_guarantees_page_names_tests_that_exist():
 def test_every_readme_command_runs(tmp_path):
     """Every shell command of the README, in order, in one folder, at the tiny size; the set-up
     lines (virtual environments, pip) are the ones CI runs and are checked above."""
+    docs_code.workspace(tmp_path, README)
     ran = 0
     for _, body in docs_code.blocks(README, "bash"):
         for argv in docs_code.commands(body):
@@ -148,8 +155,27 @@ def test_every_readme_command_runs(tmp_path):
     assert ran >= 10
 
 
+def test_excerpts_are_in_their_files():
+    """A block marked ``excerpt="path"`` shows lines of that file, in its order."""
+    for page in DOCS:
+        for block in docs_code.fenced(page, "python", "toml", "bash"):
+            if block.excerpt:
+                missing = docs_code.missing_from_excerpt(block)
+                assert not missing, f"{page.relative_to(ROOT)}: not in {block.excerpt}: {missing}"
+
+
 @pytest.mark.slow
-def test_the_readme_python_block_runs(tmp_path):
-    (code,) = [body for _, body in docs_code.blocks(README, "python")]
-    proc = docs_code.run_python(code, tmp_path)
-    assert proc.returncode == 0, docs_code.explain(proc)
+def test_the_readme_python_blocks_run(tmp_path):
+    """Every Python block of the README that is not an excerpt, as a script, in order."""
+    docs_code.workspace(tmp_path, README)
+    ran = 0
+    for block in docs_code.fenced(README, "python"):
+        if block.excerpt:
+            continue
+        if block.file:
+            proc = docs_code.run_script(docs_code.save(block, tmp_path), tmp_path)
+        else:
+            proc = docs_code.run_python(block.body, tmp_path)
+        assert proc.returncode == 0, docs_code.explain(proc)
+        ran += 1
+    assert ran >= 1

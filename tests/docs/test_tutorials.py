@@ -24,16 +24,23 @@ def test_there_are_tutorials_with_code():
 @pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.stem)
 def test_every_block_of_a_tutorial_runs(page, tmp_path):
     """Shell blocks command by command and Python blocks as scripts, in the page's order, in one
-    folder, so a block may read what an earlier one wrote. ``pip install`` lines are skipped (the
-    test extra holds every package the tutorials use)."""
+    folder (:func:`docs_code.workspace`), so a block may use what an earlier one wrote; a file
+    block is saved under its title there, then run. ``pip install`` lines are skipped (the test
+    extra holds every package the tutorials use); excerpts are checked in ``test_readme.py``."""
+    docs_code.workspace(tmp_path)
     ran = 0
-    for language, body in docs_code.blocks(page, "bash", "python"):
-        if language == "python":
-            proc = docs_code.run_python(body, tmp_path)
+    for block in docs_code.fenced(page, "bash", "python"):
+        if block.excerpt:
+            continue
+        if block.language == "python":
+            if block.file:
+                proc = docs_code.run_script(docs_code.save(block, tmp_path), tmp_path)
+            else:
+                proc = docs_code.run_python(block.body, tmp_path)
             assert proc.returncode == 0, docs_code.explain(proc)
             ran += 1
             continue
-        for argv in docs_code.commands(body):
+        for argv in docs_code.commands(block.body):
             if Path(argv[0]).name == "pip":
                 continue
             proc = docs_code.run(argv, tmp_path)
