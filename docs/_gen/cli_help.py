@@ -1,7 +1,8 @@
 """The command line's help, as the parser prints it: ``jaxrl-fdg <command> --help``.
 
 The docs build puts each command's help into the CLI reference page, so the page is the parser's
-own text and cannot drift from it.
+own text and cannot drift from it; a quick command's output (``jaxrl-fdg graph ppo``) goes into a
+page the same way (:func:`output`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shlex
 
 COMMANDS = ("train", "evaluate", "list", "graph", "profile", "plot", "compare")
 WIDTH = 100
@@ -35,6 +37,12 @@ def help_text(*argv: str) -> str:
     if code not in (0, None):
         raise RuntimeError(f"jaxrl-fdg {' '.join(argv)} exited {code}")
     return out.getvalue().rstrip()
+
+
+def output(args: str) -> str:
+    """What ``jaxrl-fdg ARGS`` prints, in a text block that shows the command."""
+    argv = shlex.split(args)
+    return f"```text\n$ {shlex.join(['jaxrl-fdg', *argv])}\n{help_text(*argv)}\n```"
 
 
 def section(command: str) -> str:

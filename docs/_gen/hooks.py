@@ -4,6 +4,8 @@
 - ``benchmarks/*.md``: the benchmark pages and the images they show (``benchmarks/pages.py``,
   ``benchmarks/page_tables.py``);
 - ``<!-- cli: COMMAND -->`` in a page: what ``jaxrl-fdg COMMAND --help`` prints (``cli_help.py``);
+- ``<!-- output: ARGS -->`` in a page: what ``jaxrl-fdg ARGS`` prints, for a quick command
+  (``graph ppo``), run in the build;
 - ``build/docs-api/jaxrl_fdg``: the package laid out as it installs (``envs/`` as
   ``jaxrl_fdg/envs`` and so on), in links, for the API reference's static analysis.
 """
@@ -27,6 +29,7 @@ import cli_help  # noqa: E402
 import pages  # noqa: E402
 
 CLI_MARKER = re.compile(r"<!-- cli: ?([a-z]*) -->")
+OUTPUT_MARKER = re.compile(r"<!-- output: ([^>]+?) -->")
 API_LAYOUT = ROOT / "build" / "docs-api" / "jaxrl_fdg"
 NAMESPACED = ("envs", "fragments", "profiling")  # top-level folders installed under jaxrl_fdg
 
@@ -62,4 +65,5 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
-    return CLI_MARKER.sub(lambda m: cli_help.section(m.group(1)), markdown)
+    markdown = CLI_MARKER.sub(lambda m: cli_help.section(m.group(1)), markdown)
+    return OUTPUT_MARKER.sub(lambda m: cli_help.output(m.group(1)), markdown)
