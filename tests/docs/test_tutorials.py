@@ -15,7 +15,14 @@ TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
 
 
 def test_there_are_tutorials_with_code():
-    assert [p.stem for p in TUTORIALS] == ["compare", "host-simulator", "profile"]
+    assert [p.stem for p in TUTORIALS] == [
+        "add-a-fragment",
+        "compare",
+        "host-simulator",
+        "own-jax-env",
+        "profile",
+        "write-an-algorithm",
+    ]
     for page in TUTORIALS:
         assert docs_code.blocks(page, "bash", "python"), page
 
