@@ -39,10 +39,15 @@ def _bring_in(name: str) -> str:
     """The name to build once what ``name`` needs is loaded: ``MODULE:NAME`` imports ``MODULE``
     and leaves ``NAME``; an entry point's factory is registered under its name."""
     parts = plugins.split_reference(name)
+    points = plugins.entry_points(plugins.ENVIRONMENTS)
     if parts is not None:
         plugins.import_module(parts[0], f"environment {name!r}")
-        name = parts[1]
-    points = plugins.entry_points(plugins.ENVIRONMENTS)
+        where, name = parts
+        if name not in _REGISTRY and name not in points and "/" not in name:
+            raise UnknownEnvironmentError(
+                f"importing {where!r} registered no such environment: "
+                + unknown("environment", name, _REGISTRY, "registered")
+            )
     if name not in _REGISTRY and name in points:
         factory = plugins.load_entry_point(plugins.ENVIRONMENTS, name)
         if not callable(factory):

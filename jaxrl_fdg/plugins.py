@@ -78,6 +78,10 @@ def import_module(where: str, purpose: str) -> Any:
 def _load_file(path: Path, purpose: str) -> Any:
     if not path.is_file():
         raise ConfigError(f"{purpose}: file {str(path)!r} does not exist")
+    for module in list(sys.modules.values()):  # imported already, by its own name: that module
+        where = getattr(module, "__file__", None)
+        if where and Path(where).resolve() == path:
+            return module
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
     stem = re.sub(r"\W", "_", path.stem)
     name = f"jaxrl_fdg_user_{stem}_{digest}"

@@ -206,5 +206,5 @@ def get(name: str) -> AlgorithmSpec:
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     raise ConfigError(
         f"unknown algorithm {name!r}{hint} (valid: {', '.join(registered())}, or "
-        "package.module:SPEC)"
+        "package.module:SPEC or path/to/file.py:SPEC)"
     )

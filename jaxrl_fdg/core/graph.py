@@ -368,14 +368,12 @@ class _Builder:
             return Edge(
                 f"{self.publisher[edge]}.{edge}", target, "published" if loop_edges else "state"
             )
-        available = sorted(
-            {*self.publisher, *LOOP_EDGES} | {e for c in self.calls for e in c.outputs}
-        )
+        available = sorted({*self.publisher, *loop_edges, *written} - {METRICS})
         who = "a condition" if call is None else f"{call.label!r}"
         raise GraphError(
             f"input edge {edge!r} of fragment {who} has no producer"
             + ("" if call is None else f" where it runs ({_where(call, loop_edges)})")
-            + f"; edges available: {', '.join(available)}"
+            + f"; edges available there: {', '.join(available)}"
         )
 
 

@@ -250,3 +250,29 @@ def test_plot_and_compare_read_a_user_algorithms_run_folder(vtrace_run, tmp_path
     out = tmp_path / "comparison.png"
     assert main(["compare", str(vtrace_run), "--metric", "episode_return", "--out", str(out)]) == 0
     assert out.stat().st_size > 0
+
+
+def test_a_module_that_registers_no_such_environment_says_so(tmp_path, capsys):
+    _module(tmp_path, "empty_envs", "x = 1\n")
+    env = f"{tmp_path / 'empty_envs.py'}:Nothing-v0"
+    assert main(["train", "--env", env, "--out", ""]) == 2
+    err = capsys.readouterr().err
+    assert "registered no such environment: unknown environment 'Nothing-v0'" in err
+
+
+def test_a_file_imported_by_name_is_the_module_its_reference_loads(tmp_path, monkeypatch):
+    # `import lab_walk` and `lab_walk.py:...` are one module: it registers its environment once.
+    _module(
+        tmp_path,
+        "lab_walk",
+        """
+        from jaxrl_fdg import envs
+        envs.register("LabWalk-v0", envs.CartPole)
+        """,
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import lab_walk
+
+    assert plugins.import_module(str(tmp_path / "lab_walk.py"), "test") is lab_walk
+    env, _ = rl.envs.make(f"{tmp_path / 'lab_walk.py'}:LabWalk-v0")
+    assert isinstance(env, rl.envs.CartPole)
