@@ -134,7 +134,7 @@ def test_learner_steps_and_prioritized_replay_takes_cross_entropy():
         ({"v_min": 10.0, "v_max": -10.0}, "v_min = 10.0 must be below v_max = -10.0"),
         ({"num_atoms": 1}, "num_atoms must be an integer ≥ 2, got 1"),
         ({"num_atoms": 0}, "num_atoms must be an integer ≥ 2, got 0"),
-        ({"v_max": float("inf")}, "v_max must be finite, got inf"),
+        ({"v_max": float("inf")}, "v_max must be a finite number, got inf"),
         ({"utd_ratio": 0.1}, "gives 1.6 updates per iteration"),
     ],
 )
