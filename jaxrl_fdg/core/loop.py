@@ -318,15 +318,6 @@ class Loop:
         """What fragment ``name`` publishes from its state in ``states``."""
         return published(self._by_name[name], states[name])
 
-    def published_edges(self, states: dict) -> dict[str, Any]:
-        """Every edge the fragments in ``states`` publish from their current state (no
-        computation). ``states`` may hold one side only (the learner's, on its own devices)."""
-        edges: dict[str, Any] = {}
-        for frag in self.fragments:
-            if frag.name in states:
-                edges.update(self.published_by(frag.name, states))
-        return edges
-
 
 def drive(body: Generator, run: StepRunner) -> Any:
     """Run a step body (:meth:`Loop.step_calls`) to its end, each call carried out by ``run``."""

@@ -72,6 +72,7 @@ class DoubleBufferedPlan(Plan):
         self.schedule = schedule
         calls = loop.schedule.rollout.calls
         self._names = [c.label for c in calls]
+        self._fragments = [c.fragment for c in calls]
         self._host = [loop.fragment(c.fragment).placement == "host" for c in calls]
         self._layout: tuple[Any, list[bool]] | None = None  # the transition's leaves: host?
 
@@ -179,8 +180,7 @@ class DoubleBufferedPlan(Plan):
         where it is parked; or to its end, whose value is returned."""
         try:
             while not self._host[request.index]:
-                name = self._names[request.index]
-                fragment = self.loop.schedule.rollout.calls[request.index].fragment
+                name, fragment = self._names[request.index], self._fragments[request.index]
                 state = shared.get(fragment, request.state)
                 result = self._call(name, state, request.inputs, request.key)
                 if fragment in shared:
@@ -198,8 +198,7 @@ class DoubleBufferedPlan(Plan):
         """The host call ``parked`` waits at, once its inputs are ready; then the body's device
         calls up to its next host call or its end."""
         body, request = parked
-        name = self._names[request.index]
-        fragment = self.loop.schedule.rollout.calls[request.index].fragment
+        name, fragment = self._names[request.index], self._fragments[request.index]
         with self.timings.scope(name):
             inputs = self.timings.device_get(request.inputs)
             self._record("host_start", h, t, self._ready(other))
