@@ -50,7 +50,7 @@ from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import losses, normalization
 from jaxrl_fdg.fragments.actor_critic_policy import Batch, Policy, Sequences
-from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSOS, image_min_size
+from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSO_HELP, TORSOS, check_torso
 from jaxrl_fdg.fragments.recurrent import MEMORIES
 
 Metrics = dict[str, jax.Array]
@@ -73,11 +73,7 @@ class ActorCriticConfig:
     normalize_advantages: bool = hparam(True, "standardise advantages over each (mini)batch")
     hidden_sizes: tuple[int, ...] = hparam((64, 64), "layer sizes of the policy and value MLPs")
     activation: str = hparam("tanh", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
-    torso: str = hparam(
-        "mlp",
-        "mlp; cnn: 3×3 convolutions first, for small boards (MinAtar); nature: DQN's Atari "
-        "convolutions, for 84×84 frames",
-    )
+    torso: str = hparam("mlp", TORSO_HELP)
     log_std_init: float = hparam(0.0, "initial log std of the Gaussian policy, for Box actions")
     memory: str = hparam("none", "recurrent core after the torso: none, gru or lstm")
     memory_size: int = hparam(128, "units of the recurrent core (memory gru or lstm)")
@@ -117,13 +113,7 @@ def check(name: str, ctx: AlgorithmContext) -> None:
         raise ConfigError(
             f"{name} needs a Discrete or Box action space, got {type(space).__name__}"
         )
-    torso = ctx.hparams.torso
-    size = image_min_size(torso)
-    if size and (len(obs_shape) != 3 or min(obs_shape[:2]) < size):
-        raise ConfigError(
-            f"torso {torso!r} needs image observations [height, width, channels] of at least "
-            f"{size} × {size}, got shape {obs_shape}; use torso 'mlp' for this environment"
-        )
+    check_torso(ctx.hparams.torso, obs_shape)
 
 
 def actor(policy: Policy, num_envs: int) -> Fragment:

@@ -87,6 +87,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         activation=hp.activation,
         dueling=hp.dueling,
         obs_ndim=len(ctx.observation_space.shape),
+        torso=hp.torso,
     )
     return dqn.build_q_learning(ctx, "c51", categorical_head(net, hp))
 

@@ -30,7 +30,13 @@ from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec,
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
-from jaxrl_fdg.fragments.networks import ACTIVATIONS, QNetwork
+from jaxrl_fdg.fragments.networks import (
+    ACTIVATIONS,
+    TORSO_HELP,
+    TORSOS,
+    QNetwork,
+    check_torso,
+)
 
 TD_LOSSES = ("huber", "mse")
 
@@ -59,6 +65,7 @@ class DQNConfig(offpolicy.OffPolicyConfig):
     max_grad_norm: float = hparam(10.0, "clip gradients to this global norm")
     hidden_sizes: tuple[int, ...] = hparam((120, 84), "layer sizes of the Q network's MLP")
     activation: str = hparam("relu", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
+    torso: str = hparam("mlp", TORSO_HELP)
     buffer_size: int = hparam(10_000, "replay capacity in transitions")
     batch_size: int = hparam(128, "transitions per gradient update")
     learning_starts: int = hparam(10_000, "env steps of warm-up: random actions, no updates")
@@ -76,6 +83,7 @@ class DQNConfig(offpolicy.OffPolicyConfig):
         validate.non_negative("max_grad_norm", self.max_grad_norm)
         validate.layer_sizes("hidden_sizes", self.hidden_sizes)
         validate.choice("activation", self.activation, ACTIVATIONS)
+        validate.choice("torso", self.torso, TORSOS)
 
 
 class DQNState(NamedTuple):
@@ -117,6 +125,7 @@ def check_discrete(ctx: AlgorithmContext, name: str) -> None:
         raise ConfigError(
             f"{name} needs a Discrete action space, got {type(ctx.action_space).__name__}"
         )
+    check_torso(ctx.hparams.torso, tuple(ctx.observation_space.shape))
     offpolicy.check(ctx)
 
 
@@ -128,6 +137,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         activation=hp.activation,
         dueling=hp.dueling,
         obs_ndim=len(ctx.observation_space.shape),
+        torso=hp.torso,
     )
     return build_q_learning(ctx, "dqn", scalar_head(net, hp))
 

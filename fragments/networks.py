@@ -9,6 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg.errors import ConfigError
+
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh,
     "relu": nn.relu,
@@ -80,6 +82,7 @@ class ConvTorso(nn.Module):
 
     features: Sequence[int] = (16, 16)
     activation: str = "relu"
+    layer_norm: bool = False  # each convolution's features normalised before the activation
 
     @property
     def min_size(self) -> int:
@@ -92,7 +95,8 @@ class ConvTorso(nn.Module):
             h, w = x.shape[-3] - 2, x.shape[-2] - 2
             patches = [x[..., i : i + h, j : j + w, :] for i in range(3) for j in range(3)]
             dense = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2.0)))
-            x = act(dense(jnp.concatenate(patches, axis=-1)))
+            x = dense(jnp.concatenate(patches, axis=-1))
+            x = act(nn.LayerNorm()(x) if self.layer_norm else x)
         return x.reshape(*x.shape[:-3], -1)
 
 
@@ -120,14 +124,23 @@ class NatureTorso(nn.Module):
         return x.reshape(*x.shape[:-3], -1)
 
 
-TORSOS = ("mlp", "cnn", "nature")
+TORSOS = ("mlp", "cnn", "minatar", "nature")
 
 
 def image_torso(torso: str, activation: str) -> nn.Module | None:
-    """The image torso ``torso`` names (``cnn``: :class:`ConvTorso`, ``nature``:
-    :class:`NatureTorso`), or None for ``mlp``."""
+    """The image torso ``torso`` names, or None for ``mlp``:
+
+    * ``cnn``: :class:`ConvTorso`, two 3×3 convolutions of 16 (small boards such as Catch);
+    * ``minatar``: one 3×3 convolution of 16 with LayerNorm, the convolution of purejaxql's
+      MinAtar Q-network (``pqn_minatar.py``: 16 filters 3×3, stride 1, unpadded, LayerNorm,
+      ReLU; its Dense 128 with LayerNorm is ``hidden_sizes=(128,)`` after it);
+    * ``nature``: :class:`NatureTorso`, DQN's Atari convolutions, for 84 × 84 frames of 8-bit
+      pixels (divided by 255 inside).
+    """
     if torso == "cnn":
         return ConvTorso(activation=activation)
+    if torso == "minatar":
+        return ConvTorso(features=(16,), activation=activation, layer_norm=True)
     if torso == "nature":
         return NatureTorso()
     return None
@@ -135,7 +148,32 @@ def image_torso(torso: str, activation: str) -> nn.Module | None:
 
 def image_min_size(torso: str) -> int:
     """The smallest image side the ``torso`` takes (0 for ``mlp``)."""
-    return {"cnn": ConvTorso().min_size, "nature": NatureTorso.min_size}.get(torso, 0)
+    return {"cnn": 5, "minatar": 3, "nature": NatureTorso.min_size}.get(torso, 0)
+
+
+TORSO_HELP = (
+    "mlp; cnn: 3×3 convolutions first, for small boards (Catch); minatar: purejaxql's MinAtar "
+    "convolution; nature: DQN's Atari convolutions, for 84×84 frames"
+)
+
+
+def check_torso(torso: str, obs_shape: tuple[int, ...]) -> None:
+    """An image torso needs image observations ``[height, width, channels]`` it fits."""
+    size = image_min_size(torso)
+    if size and (len(obs_shape) != 3 or min(obs_shape[:2]) < size):
+        raise ConfigError(
+            f"torso {torso!r} needs image observations [height, width, channels] of at least "
+            f"{size} × {size}, got shape {obs_shape}; use torso 'mlp' for this environment"
+        )
+
+
+def features(obs: jax.Array, obs_ndim: int, torso: str, activation: str) -> jax.Array:
+    """``[..., *obs_shape] -> [..., F]`` in float32: the observation flattened (``mlp``), or
+    through the image torso ``torso`` names (which takes ``[..., H, W, C]``)."""
+    module = image_torso(torso, activation)
+    if module is None:
+        return _flat_observation(obs, obs_ndim)
+    return module(obs.astype(jnp.float32))
 
 
 class ActorCritic(nn.Module):
@@ -206,7 +244,8 @@ class GaussianActorCritic(ActorCritic):
 class QNetwork(nn.Module):
     """``Q(s, ·)`` for discrete actions: ``[..., *obs_shape] -> [..., num_actions]``.
 
-    An MLP torso, then one linear head, or with ``dueling`` a value and an advantage stream
+    An image torso where ``torso`` names one (:func:`image_torso`), then an MLP, then one linear
+    head, or with ``dueling`` a value and an advantage stream
     combined as ``Q = V + A − mean_a A`` (Wang et al. 2016, "Dueling Network Architectures for
     Deep Reinforcement Learning", arXiv:1511.06581). With ``layer_norm`` each hidden layer is
     ``act(LayerNorm(Dense(x)))`` (Ba et al. 2016), which keeps TD learning stable without a
@@ -219,11 +258,11 @@ class QNetwork(nn.Module):
     dueling: bool = False
     obs_ndim: int = 1
     layer_norm: bool = False
+    torso: str = "mlp"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        lead = obs.shape[: obs.ndim - self.obs_ndim]
-        x = obs.reshape(*lead, -1).astype(jnp.float32)
+        x = features(obs, self.obs_ndim, self.torso, self.activation)
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
             x = nn.Dense(size)(x)
@@ -240,7 +279,8 @@ class CategoricalQNetwork(nn.Module):
     action: ``[..., *obs_shape] -> [..., num_actions, num_atoms]``; the probabilities are a
     softmax over the last axis (Bellemare, Dabney & Munos 2017, arXiv:1707.06887).
 
-    An MLP torso, then one linear layer of ``num_actions · num_atoms`` outputs, or with
+    An image torso where ``torso`` names one, then an MLP, then one linear layer of
+    ``num_actions · num_atoms`` outputs, or with
     ``dueling`` a value stream ``[num_atoms]`` and an advantage stream ``[num_actions,
     num_atoms]`` combined atom by atom as ``V + A − mean_a A`` before the softmax (as Rainbow
     does, Hessel et al. 2018).
@@ -252,10 +292,11 @@ class CategoricalQNetwork(nn.Module):
     activation: str = "relu"
     dueling: bool = False
     obs_ndim: int = 1
+    torso: str = "mlp"
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        x = _flat_observation(obs, self.obs_ndim)
+        x = features(obs, self.obs_ndim, self.torso, self.activation)
         act = ACTIVATIONS[self.activation]
         for size in self.hidden_sizes:
             x = act(nn.Dense(size)(x))

@@ -36,7 +36,13 @@ from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.minibatch import minibatch_epochs
-from jaxrl_fdg.fragments.networks import ACTIVATIONS, QNetwork
+from jaxrl_fdg.fragments.networks import (
+    ACTIVATIONS,
+    TORSO_HELP,
+    TORSOS,
+    QNetwork,
+    check_torso,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +73,7 @@ class PQNConfig:
     hidden_sizes: tuple[int, ...] = hparam((256, 256), "layer sizes of the Q network's MLP")
     activation: str = hparam("relu", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
     layer_norm: bool = hparam(True, "normalise each hidden layer (LayerNorm) before its activation")
+    torso: str = hparam("mlp", TORSO_HELP)
 
     def __post_init__(self) -> None:
         validate.in_range("lr", self.lr, 0.0, 1.0, low_open=True)
@@ -80,6 +87,7 @@ class PQNConfig:
         validate.non_negative("max_grad_norm", self.max_grad_norm)
         validate.layer_sizes("hidden_sizes", self.hidden_sizes)
         validate.choice("activation", self.activation, ACTIVATIONS)
+        validate.choice("torso", self.torso, TORSOS)
 
 
 def check(ctx: AlgorithmContext) -> None:
@@ -90,6 +98,7 @@ def check(ctx: AlgorithmContext) -> None:
             f"got {type(ctx.action_space).__name__}; for continuous actions use sac, td3, ddpg "
             f"or ppo"
         )
+    check_torso(ctx.hparams.torso, tuple(ctx.observation_space.shape))
     validate.divides(
         "num_minibatches", ctx.hparams.num_minibatches, "num_envs × rollout_len", ctx.batch_size
     )
@@ -126,6 +135,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
         activation=hp.activation,
         obs_ndim=len(ctx.observation_space.shape),
         layer_norm=hp.layer_norm,
+        torso=hp.torso,
     )
     num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
     tx = ac.optimizer(ctx, num_updates, optax.radam)

@@ -163,7 +163,8 @@ def test_unsupported_spaces_are_rejected_before_compiling():
     matrix_actions = dataclasses.replace(ctx, action_space=Box(-1.0, 1.0, (2, 3)))
     with pytest.raises(rl.ConfigError, match=r"one-dimensional Box .* shape \(2, 3\)"):
         check(matrix_actions)
-    with pytest.raises(rl.ConfigError, match=r"unknown torso 'rnn' \(valid: mlp, cnn, nature\)"):
+    valid = r"\(valid: mlp, cnn, minatar, nature\)"
+    with pytest.raises(rl.ConfigError, match=rf"unknown torso 'rnn' {valid}"):
         PPOConfig(torso="rnn")
     with pytest.raises(rl.ConfigError, match="log_std_init must be a finite number"):
         PPOConfig(log_std_init=float("nan"))
