@@ -328,13 +328,16 @@ def algorithm(
     ctx: AlgorithmContext,
     policy: Policy,
     tx: optax.GradientTransformation,
-    update: Callable[[LearnerState, Batch | Sequences, jax.Array], tuple[LearnerState, Metrics]],
+    update: Callable[[LearnerState, Any, jax.Array], tuple[LearnerState, Metrics]],
+    prepare: Callable[[Policy, Any, Transition, Any], Any] | None = None,
 ) -> Algorithm:
     """The actor and the learner fragment; the learner turns each rollout into a :class:`Batch`
-    (:class:`Sequences` for a recurrent policy) and hands it to ``update(state, batch, key)``,
-    the algorithm's own part."""
+    (:class:`Sequences` for a recurrent policy), or whatever ``prepare(policy, params,
+    trajectory, hparams)`` makes of it, and hands it to ``update(state, batch, key)``, the
+    algorithm's own part."""
 
-    prepare = make_sequences if policy.recurrent else make_batch
+    if prepare is None:
+        prepare = make_sequences if policy.recurrent else make_batch
 
     def learn(state: LearnerState, inputs, key):
         trajectory = inputs["trajectory"]

@@ -53,6 +53,67 @@ def generalized_advantage_estimation(
     return advantages, advantages + v_t
 
 
+def vtrace(
+    v_t: jax.Array,
+    v_next_t: jax.Array,
+    r_t: jax.Array,
+    terminated_t: jax.Array,
+    truncated_t: jax.Array,
+    log_rho_t: jax.Array,
+    gamma: float,
+    rho_bar: float = 1.0,
+    c_bar: float = 1.0,
+    lam: float = 1.0,
+) -> tuple[jax.Array, jax.Array]:
+    """V-trace value targets and policy-gradient advantages, with episode boundaries inside the
+    window.
+
+    Espeholt, Soyer, Munos, Simonyan, Mnih, Ward, Doron, Firoiu, Harley, Dunning, Legg &
+    Kavukcuoglu (2018), "IMPALA", arXiv:1802.01561, section 4.
+
+    The trajectory was collected by a behaviour policy μ; ``log_rho_t = log π(a_t|s_t) −
+    log μ(a_t|s_t)`` compares the policy being learned, π. With truncated importance weights
+    ``ρ_t = min(ρ̄, e^{log_rho_t})`` and ``c_t = λ min(c̄, e^{log_rho_t})``:
+
+        δ_t = ρ_t (r_t + γ (1 − terminated_t) V(s'_t) − V(s_t))
+        v_t − V(s_t) = δ_t + γ (1 − terminated_t) c_t (1 − done_t) (v_{t+1} − V(s_{t+1}))
+        A^π_t = ρ_t (r_t + γ (1 − terminated_t) v'_t − V(s_t))
+
+    where ``done_t = terminated_t ∨ truncated_t`` stops the trace from crossing into the next
+    episode, and ``v'_t`` is ``v_{t+1}`` where the episode goes on inside the window, else
+    ``V(s'_t)`` (the value of the state reached: an episode's last, or the window's end). On
+    policy (``ρ = c = 1``) the targets are the n-step returns to the window's end, GAE's with λ = 1.
+    Nothing here carries a gradient: the targets and advantages are constants of the loss.
+
+    Args:
+      v_t, v_next_t: ``V(s_t)`` and ``V(s'_t)``, ``[T, B]`` (or ``[T]``: every function here is
+        elementwise beyond the time axis).
+      r_t, log_rho_t: ``[T, B]`` floats.
+      terminated_t, truncated_t: ``[T, B]`` booleans.
+    Returns:
+      ``(targets v_t, advantages A^π_t)``, both ``[T, B]``.
+    """
+    v_t, v_next_t, log_rho_t = (jax.lax.stop_gradient(x) for x in (v_t, v_next_t, log_rho_t))
+    ratio = jnp.exp(log_rho_t)
+    rho, c = jnp.minimum(rho_bar, ratio), lam * jnp.minimum(c_bar, ratio)
+    discount = gamma * (1.0 - terminated_t.astype(r_t.dtype))
+    continues = 1.0 - jnp.logical_or(terminated_t, truncated_t).astype(r_t.dtype)
+    delta = rho * (r_t + discount * v_next_t - v_t)
+
+    def backward(acc_next, xs):  # acc = v_{t+1} − V(s_{t+1}) within the episode
+        delta, discount, c, cont = xs
+        acc = delta + discount * c * cont * acc_next
+        return acc, acc
+
+    _, corrections = jax.lax.scan(
+        backward, jnp.zeros_like(delta[0]), (delta, discount, c, continues), reverse=True
+    )
+    targets = v_t + corrections
+    following = jnp.concatenate([targets[1:], v_next_t[-1:]])
+    next_targets = jnp.where(continues > 0, following, v_next_t)
+    return targets, rho * (r_t + discount * next_targets - v_t)
+
+
 def q_lambda_returns(
     r_t: jax.Array,
     q_next_t: jax.Array,

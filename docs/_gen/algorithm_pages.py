@@ -40,10 +40,11 @@ class Facts(NamedTuple):
     fields: tuple[dataclasses.Field, ...]
 
 
-def _accepts(spec: algorithms.AlgorithmSpec, action_space: Any) -> bool:
-    """Whether ``spec.check`` accepts ``action_space``: a ConfigError that names the action space
-    is a refusal; the probe sizes (4 envs × 8 steps) divide every default minibatch count."""
-    hp = spec.hparams()
+def _accepts(spec: algorithms.AlgorithmSpec, action_space: Any, **hparams: Any) -> bool:
+    """Whether ``spec.check`` accepts ``action_space`` (with ``hparams`` set): a ConfigError
+    that names the action space, or a setting given here, is a refusal; the probe sizes (4 envs
+    × 8 steps) divide every default minibatch count."""
+    hp = dataclasses.replace(spec.hparams(), **hparams)
     if "num_minibatches" in {f.name for f in dataclasses.fields(hp)}:
         hp = dataclasses.replace(hp, num_minibatches=1)
     ctx = algorithms.AlgorithmContext(
@@ -57,7 +58,7 @@ def _accepts(spec: algorithms.AlgorithmSpec, action_space: Any) -> bool:
     try:
         spec.check(ctx)
     except ConfigError as e:
-        if "action space" in str(e):
+        if "action space" in str(e) or any(name in str(e) for name in hparams):
             return False
         raise
     return True
@@ -79,7 +80,7 @@ def facts(name: str) -> Facts:
     if "memory" in by_name:
         from jaxrl_fdg.fragments.actor_critic import MEMORIES
 
-        memory = tuple(m for m in MEMORIES if m != "none")
+        memory = tuple(m for m in MEMORIES if m != "none" and _accepts(spec, Discrete(2), memory=m))
     torsos: tuple[str, ...] = ()
     if "torso" in by_name:
         from jaxrl_fdg.fragments.actor_critic import TORSOS

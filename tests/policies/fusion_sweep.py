@@ -33,6 +33,7 @@ TINY = {
         },
     ),
     "a2c": dict(),
+    "impala": dict(),
     "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": (16,), "n_step": 3}),
     "c51": dict(
         hparams={**_OFF_POLICY, "hidden_sizes": (16,), "num_atoms": 11, "replay": "prioritized"}
@@ -45,7 +46,7 @@ TINY = {
 
 
 # Which test file runs each entry of TINY.
-ON_POLICY = ("a2c", "ppo", "ppo_gru", "pqn")  # test_fusion.py
+ON_POLICY = ("a2c", "impala", "ppo", "ppo_gru", "pqn")  # test_fusion.py
 OFF_POLICY = ("c51", "ddpg", "dqn", "sac", "td3")  # test_fusion_offpolicy.py
 
 

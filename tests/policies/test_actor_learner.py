@@ -24,6 +24,7 @@ _SCRIPT = textwrap.dedent(
     hparams = {
         "ppo": {"num_minibatches": 2, "update_epochs": 2},
         "dqn": {"learning_starts": 16, "batch_size": 8},
+        "impala": {},
     }
 
     def leaves(result):
@@ -101,16 +102,17 @@ def report(report_on_devices):
 
 
 @pytest.fixture(scope="module")
-def dqn_report(report_on_devices):
-    return report_on_devices(_SCRIPT, devices=4, timeout=500, args=['["dqn"]'])
+def slow_report(report_on_devices):
+    return report_on_devices(_SCRIPT, devices=4, timeout=800, args=['["dqn", "impala"]'])
 
 
-# PPO in the default tier; DQN (the same placement code on an off-policy graph) in the slow tier.
-ALGOS = ["ppo", pytest.param("dqn", marks=pytest.mark.slow)]
+# PPO in the default tier; DQN (the same placement code on an off-policy graph) and IMPALA (the
+# algorithm the asynchronous split is for) in the slow tier.
+ALGOS = ["ppo", *(pytest.param(a, marks=pytest.mark.slow) for a in ("dqn", "impala"))]
 
 
 def _algo_report(request, algo):
-    return request.getfixturevalue("report" if algo == "ppo" else "dqn_report")[algo]
+    return request.getfixturevalue("report" if algo == "ppo" else "slow_report")[algo]
 
 
 @pytest.mark.parametrize("algo", ALGOS)
