@@ -1,7 +1,8 @@
 """Env-steps/s of the actor/learner placement: synchronous and asynchronous against one device.
 
-PPO on CartPole-v1, the same sizes in every case, fusion ``fragment`` (a rollout program and a
-learner program per iteration):
+An algorithm (``--algo``: PPO by default; IMPALA, whose V-trace corrects for the lag the
+asynchronous split brings) on CartPole-v1 with its own default rollout length, the same sizes
+in every case, fusion ``fragment`` (a rollout program and a learner program per iteration):
 
 * ``single``: both programs on one device, in turn;
 * ``actor_learner/sync``: the rollout on device 0, the learner on device 1, in turn (equal to
@@ -14,7 +15,8 @@ Two forced CPU devices here (``XLA_FLAGS`` is set before JAX starts); on this ma
 its 2 cores, so overlap gains only what one program leaves of the other core. Runs are interleaved
 and repeated; the medians of the runs' run times are reported, compile time apart.
 
-    python benchmarks/actor_learner.py       # writes benchmarks/results/actor_learner.json
+    python benchmarks/actor_learner.py               # writes results/actor_learner.json
+    python benchmarks/actor_learner.py --algo impala # writes results/actor_learner-impala.json
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=200_000)
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default="benchmarks/results/actor_learner.json")
+    parser.add_argument("--algo", default="ppo", help="a registered on-policy algorithm")
+    parser.add_argument("--out", default=None, help="default: results/actor_learner[-ALGO].json")
     args = parser.parse_args()
+    suffix = "" if args.algo == "ppo" else f"-{args.algo}"
+    args.out = args.out or f"benchmarks/results/actor_learner{suffix}.json"
     base = rl.TrainConfig(
+        algo=args.algo,
         fusion="fragment",
         total_steps=args.total_steps,
         num_envs=args.num_envs,
@@ -74,7 +80,7 @@ def main() -> None:
     for name, r in results.items():
         r["ratio_to_single"] = r["steps_per_s"] / single
         print(f"{name:22s} {r['steps_per_s']:>10,.0f} steps/s  {r['ratio_to_single']:.2f}×")
-    config = {**vars(args), "algo": "ppo", "env": "CartPole-v1", "fusion": "fragment"}
+    config = {**vars(args), "env": base.env, "fusion": "fragment", "rollout_len": base.rollout_len}
     write_report(args.out, "actor_learner", config, results, loadavg=list(os.getloadavg()))
 
 

@@ -583,17 +583,26 @@ def placement(r: dict[str, dict]) -> str:
 
 
 def actor_learner(r: dict[str, dict]) -> str:
-    report = r["actor_learner.json"]
-    rows = [
-        [f"`{case}`", _rate(x["steps_per_s"]), _s(x["ratio_to_single"]), _s(x["compile_s"])]
-        for case, x in report["results"].items()
-    ]
-    c = report["config"]
-    return (
-        f"{c['algo']} on {c['env']}, {c['num_envs']} envs, `--fusion {c['fusion']}`, medians of "
-        f"{c['repeats']}, on 2 forced CPU devices.\n\n"
-        + _table(["placement", "env-steps/s", "/ single", "compile s"], rows)
-    )
+    parts = []
+    for report in r.values():
+        rows = [
+            [
+                f"`{case}`",
+                _rate(x["steps_per_s"]),
+                _s(x["ratio_to_single"]),
+                _s(x["compile_s"]),
+                _s(x["final_return"], ".0f"),
+            ]
+            for case, x in report["results"].items()
+        ]
+        c = report["config"]
+        rollout = f" × {c['rollout_len']} steps" if "rollout_len" in c else ""
+        parts.append(
+            f"{c['algo']} on {c['env']}, {c['num_envs']} envs{rollout}, `--fusion {c['fusion']}`, "
+            f"medians of {c['repeats']}, on 2 forced CPU devices.\n\n"
+            + _table(["placement", "env-steps/s", "/ single", "compile s", "final return"], rows)
+        )
+    return "\n\n".join(parts)
 
 
 def replay(r: dict[str, dict]) -> str:
