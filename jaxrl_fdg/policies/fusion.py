@@ -226,7 +226,12 @@ class Plan:
     def _call(self, name: str, *args: Any):
         program = self._program(name)
         with self.timings.scope(name):
-            out = program(*args)
+            try:
+                out = program(*args)
+            except Exception as e:  # JAX's own check found a NaN, on its private error type
+                if type(e).__name__ != "InternalFloatingPointError" or name not in self._functions:
+                    raise
+                out = None
             if self.timings.synchronous:
                 self.timings.wait(out)
         if jax.config.jax_debug_nans and name in self._functions:
@@ -234,11 +239,12 @@ class Plan:
         return out
 
     def _find_nan(self, name: str, args: tuple, out: Any) -> None:
-        """``--debug-nans``: if a program's outputs hold a NaN, run its function again op by op
-        on the same inputs, where JAX's own check raises at the first op that makes one. (JAX
-        checks a compiled program's outputs only on some dispatch paths; this covers all.)"""
+        """``--debug-nans``: if a program's outputs hold a NaN (``out`` is ``None`` when JAX's
+        check already found one), run its function again op by op on the same inputs, where
+        JAX's own check raises at the first op that makes one. (JAX checks a compiled program's
+        outputs only on some dispatch paths; this covers all.)"""
         leaves = [x for x in jax.tree.leaves(out) if jnp.issubdtype(x.dtype, jnp.inexact)]
-        if not any(bool(jnp.isnan(x).any()) for x in leaves):
+        if out is not None and not any(bool(jnp.isnan(x).any()) for x in leaves):
             return
         # Op-by-op dispatch reuses executables cached by earlier calls in this process, and a
         # cached one can skip the check (seen when an earlier run with --debug-nans had called
