@@ -151,3 +151,22 @@ def test_debug_nans_names_op_fragment_and_line_and_the_summary_says_non_finite(
     assert "non-finite value: invalid value (nan) encountered in log" in err
     assert "fragment 'learner'" in err and "test_process_faults.py:" in err
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["status"] == "non-finite"
+
+
+# A real NaN in a stock algorithm: PPO's rewards scaled to 1e38 overflow the return normalisation.
+_OVERFLOW = ["--reward-scaling", "1e38", "--debug-nans", "--total-steps", "64", "--num-envs", "2"]
+_OVERFLOW += ["--rollout-len", "8", "--num-minibatches", "2", "--update-epochs", "1"]
+_OVERFLOW += ["--log-every", "2", "--no-progress"]
+
+
+@pytest.mark.parametrize(
+    "fusion",
+    ["scan", *(pytest.param(m, marks=pytest.mark.slow) for m in ("fragment", "iteration"))],
+)
+def test_debug_nans_on_a_real_nan_names_the_op_in_every_compiled_mode(fusion, tmp_path, capsys):
+    argv = ["train", *_OVERFLOW, "--fusion", fusion, "--out", str(tmp_path), "--run-name", "r"]
+    assert main(argv) == 1
+    err = one_line_error(capsys)
+    assert "non-finite value: invalid value (nan) encountered in" in err
+    assert "fragment 'learner'" in err and "losses.py:" in err
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["status"] == "non-finite"
