@@ -48,6 +48,7 @@ _OFF_POLICY = {"learning_starts": 32, "batch_size": 8, "buffer_size": 128, "utd_
 TINY = {
     "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
     "a2c": dict(),
+    "impala": dict(),
     "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": [16]}),
     "c51": dict(hparams={**_OFF_POLICY, "hidden_sizes": [16], "num_atoms": 11}),
     "pqn": dict(hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": [16]}),
