@@ -1,4 +1,6 @@
-"""Exceptions the library raises on purpose."""
+"""Exceptions the library raises on purpose, and its one-line warnings."""
+
+import sys
 
 
 class ConfigError(ValueError):
@@ -13,3 +15,9 @@ class GraphError(ConfigError):
     """Fragments that do not form a graph the loop can run: a bad declaration, an input edge
     nothing feeds, a cycle, an order the edges leave ambiguous. Raised when the graph is built,
     before anything is traced; the message names the fragments and edges involved."""
+
+
+def warn(message: str) -> None:
+    """One line on stderr, ``jaxrl-fdg: warning: <message>``: something the user should know
+    that does not stop the command."""
+    print(f"jaxrl-fdg: warning: {message}", file=sys.stderr, flush=True)

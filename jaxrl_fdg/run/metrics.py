@@ -66,11 +66,15 @@ def concat(history: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {k: np.concatenate([h[k] for h in history]) for k in history[0]}
 
 
-def summary(config, status, rows, timing, elapsed_before: float = 0.0) -> dict[str, Any]:
+def summary(
+    config, status, rows, timing, elapsed_before: float = 0.0, iterations: int | None = None
+) -> dict[str, Any]:
     """What ``summary.json`` holds. ``elapsed_before``: run seconds of the earlier segments of a
     resumed run (up to its checkpoint), so run time and steps/s cover the whole run; the
-    ``timing`` table is this segment's."""
-    iterations = rows[-1]["iteration"] if rows else 0
+    ``timing`` table is this segment's. ``iterations``: those the run's state has done (default:
+    the last row's), which a resume whose rows were lost still counts from its checkpoint."""
+    if iterations is None:
+        iterations = rows[-1]["iteration"] if rows else 0
     steps = iterations * config.steps_per_iteration
     run_s = elapsed_before + timing["run_s"]
     final = next(

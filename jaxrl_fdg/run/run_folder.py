@@ -25,7 +25,7 @@ from typing import Any
 
 from jaxrl_fdg import plugins
 from jaxrl_fdg.config import TrainConfig, dump_toml
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.run.lock import FolderLock
 
 
@@ -158,18 +158,62 @@ class RunFolder:
 
     def truncate_metrics(self, iteration: int) -> list[dict[str, Any]]:
         """Drop the rows logged after ``iteration`` (a resumed run logs them again) from
-        ``metrics.jsonl`` and ``metrics.csv``; return the rows kept."""
-        rows = [r for r in self.read_metrics() if r["iteration"] <= iteration]
+        ``metrics.jsonl`` and ``metrics.csv``; return the rows kept.
+
+        Neither file is ever left with fewer rows up to ``iteration`` than either held: rows
+        only ``metrics.csv`` still has (``metrics.jsonl`` deleted or cut short by hand) are read
+        back from it, and each file is rewritten whole, from the rows kept, in one rename. Where
+        the rows stop short of ``iteration`` the checkpoint is trusted, and a warning names the
+        iterations without rows."""
+        rows = self._rows_of_both_files()
+        kept = [r for r in rows if r["iteration"] <= iteration]
+        last = kept[-1]["iteration"] if kept else 0
+        if last < iteration:
+            warn(
+                f"{str(self.path)!r}: the metrics rows stop at iteration {last}, its checkpoint "
+                f"is at iteration {iteration}: the checkpoint is trusted, and iterations "
+                f"{last + 1}-{iteration} have no rows"
+            )
         self.close()
-        self._purge_step = rows[-1]["step"] + 1 if rows else 0
-        _atomic_write(self.path / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-        (self.path / "metrics.csv").unlink(missing_ok=True)
-        if rows:
+        self._purge_step = kept[-1]["step"] + 1 if kept else 0
+        _atomic_write(self.path / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
+        if kept:
             table = io.StringIO(newline="")
-            writer = csv.DictWriter(table, fieldnames=list(rows[0]), extrasaction="ignore")
+            writer = csv.DictWriter(table, fieldnames=list(kept[0]), extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(kept)
             _atomic_write(self.path / "metrics.csv", table.getvalue())
+        else:
+            (self.path / "metrics.csv").unlink(missing_ok=True)
+        return kept
+
+    def _rows_of_both_files(self) -> list[dict[str, Any]]:
+        """The rows of ``metrics.jsonl``, and those of ``metrics.csv`` at iterations it lacks
+        (with a warning), in order of iteration."""
+        rows = {r["iteration"]: r for r in self.read_metrics()}
+        extra = [r for r in self._read_csv() if r["iteration"] not in rows]
+        if extra:
+            warn(
+                f"{str(self.path)!r}: metrics.jsonl lacks {len(extra)} row(s) that metrics.csv "
+                f"holds (iterations {extra[0]['iteration']}-{extra[-1]['iteration']}); they are "
+                "read back from metrics.csv"
+            )
+            rows.update((r["iteration"], r) for r in extra)
+        return [rows[i] for i in sorted(rows)]
+
+    def _read_csv(self) -> list[dict[str, Any]]:
+        """The complete rows of ``metrics.csv`` that read as metrics rows (numbers as numbers,
+        empty cells as ``None``); none if it is missing or unreadable."""
+        file = self.path / "metrics.csv"
+        if not file.is_file():
+            return []
+        text = file.read_text(encoding="utf-8", errors="replace")
+        complete = text[: text.rfind("\n") + 1]  # a last line without its newline is cut short
+        rows = []
+        for raw in csv.DictReader(io.StringIO(complete, newline="")):
+            row = {k: _cell(v) for k, v in raw.items() if k is not None}
+            if _is_row(row):
+                rows.append(row)
         return rows
 
     def write_summary(self, summary: dict[str, Any]) -> None:
@@ -196,6 +240,19 @@ def _is_row(row: Any) -> bool:
         and all(isinstance(row.get(k), int) for k in ("iteration", "step"))
         and number(row.get("wall_s"))
     )
+
+
+def _cell(text: str | None) -> Any:
+    """A ``metrics.csv`` cell as the value ``metrics.jsonl`` holds: an int, a float, ``None``
+    for an empty cell, else the text."""
+    if text is None or text == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -190,7 +190,7 @@ class Session:
         timing = summarize(self.timings, run_seconds, overhead=overhead, attribution=attribution)
         timing["profiler_session_s"] = self.session
         summary = metric_rows.summary(
-            self.config, self.status, self.rows, timing, self.elapsed_before
+            self.config, self.status, self.rows, timing, self.elapsed_before, self.iterations
         )
         summary.update(self.summary_extra)
         if self.folder is not None:
