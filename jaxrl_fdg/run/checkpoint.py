@@ -23,7 +23,6 @@ import math
 import os
 import re
 import shutil
-import sys
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,7 +33,7 @@ import numpy as np
 
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, warn
 
 FOLDER = "checkpoints"
 MANIFEST = "jaxrl_fdg_manifest.json"
@@ -56,10 +55,20 @@ class Checkpointer:
 
         self._ocp = ocp
         self.directory = Path(directory).absolute()
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ConfigError(
+                f"{str(self.directory)!r} is a file, not a folder of checkpoints: move it aside "
+                "(the run keeps its checkpoints there)"
+            )
         self.config = dict(config) if config is not None else None
         self.skipped: list[tuple[int, str]] = []  # what the last restore passed over, and why
         self._failed = False
-        options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True)
+        # Saving blocks until the checkpoint is on disk either way (``save``); orbax's
+        # asynchronous saving would add threads that wait for its folder to be made, which a
+        # failed mkdir leaves waiting ~300 s at exit (a file named ``checkpoints``).
+        options = ocp.CheckpointManagerOptions(
+            max_to_keep=keep, create=True, enable_async_checkpointing=False
+        )
         self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def save(self, state: LoopState) -> int:
@@ -144,7 +153,7 @@ class Checkpointer:
                 self.skipped.append((step, _first_line(e)))
                 continue
             for skipped, why in self.skipped:
-                _warn(f"skipped checkpoint {skipped} ({why}); using iteration {step}")
+                warn(f"skipped checkpoint {skipped} ({why}); using iteration {step}")
             return _restored(saved, like)
         if self.skipped:
             raise ConfigError(
@@ -246,10 +255,6 @@ def _listing(steps: list[int]) -> str:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0][:200] if text else ''}"
-
-
-def _warn(message: str) -> None:
-    print(f"jaxrl-fdg: warning: {message}", file=sys.stderr, flush=True)
 
 
 def _saveable(state: LoopState) -> dict[str, Any]:
