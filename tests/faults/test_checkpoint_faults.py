@@ -3,6 +3,7 @@ goes on from the newest intact checkpoint, bit for bit, or stops with one line a
 
 import json
 import shutil
+import threading
 
 import pytest
 from faultkit import DQN, assert_same_state, copy_run, one_line_error, rows
@@ -145,3 +146,58 @@ def test_a_partial_last_metrics_row_is_dropped(tmp_path):
     assert folder.read_metrics() == rows
     assert folder.truncate_metrics(6) == rows
     assert (tmp_path / "metrics.jsonl").read_text() == text
+
+
+# -- metrics and checkpoints that disagree -----------------------------------------------------
+
+
+def test_resume_without_metrics_jsonl_reads_its_rows_back_from_metrics_csv(
+    reference, tmp_path, capsys
+):
+    run = copy_run(reference[0], tmp_path / "r")
+    (run / "metrics.jsonl").unlink()
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    assert "6 row(s) that metrics.csv holds (iterations 2-12)" in capsys.readouterr().err
+    assert rows(run) == rows(reference[0])  # every value, read back from the CSV
+    assert (run / "metrics.csv").read_text() == (reference[0] / "metrics.csv").read_text()
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["iterations"], summary["env_steps"]) == (12, 192)
+
+
+def test_resume_with_no_rows_trusts_the_checkpoint_and_says_so(reference, tmp_path, capsys):
+    run = copy_run(reference[0], tmp_path / "r")
+    (run / "metrics.jsonl").unlink()
+    (run / "metrics.csv").unlink()
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "the checkpoint is trusted, and iterations 1-12 have no rows" in err
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["status"], summary["iterations"], summary["env_steps"]) == (
+        "completed",
+        12,
+        192,
+    )
+    assert sorted(int(p.name) for p in (run / "checkpoints").iterdir()) == [4, 8, 12]
+
+
+def test_checkpoints_that_is_a_file_stops_the_resume_in_one_line(reference, tmp_path, capsys):
+    run = copy_run(reference[0], tmp_path / "r")
+    shutil.rmtree(run / "checkpoints")
+    (run / "checkpoints").write_text("not a folder")
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 2
+    assert "checkpoints' is a file, not a folder of checkpoints" in one_line_error(capsys)
+    assert rows(run) == rows(reference[0])
+    assert json.loads((run / "summary.json").read_text())["status"] == "completed"
+
+
+def test_a_checkpoint_folder_that_cannot_be_made_leaves_no_thread_waiting(reference, tmp_path):
+    before = set(threading.enumerate())
+    checkpointer = Checkpointer(tmp_path / "checkpoints")
+    shutil.rmtree(tmp_path / "checkpoints")  # taken away, a file in its place
+    (tmp_path / "checkpoints").write_text("")
+    with pytest.raises(OSError, match="cannot write the checkpoint at iteration 12: Not a dir"):
+        checkpointer.save(reference[1])
+    checkpointer.close()
+    # orbax's asynchronous saving left four threads waiting 300 s for a folder never made
+    left = [t.name for t in set(threading.enumerate()) - before if t.is_alive() and not t.daemon]
+    assert left == []
