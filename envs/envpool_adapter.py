@@ -17,7 +17,8 @@ Options are EnvPool's own (its ``make`` keywords: ``episodic_life``, ``reward_cl
 ``noop_max``, ``max_episode_steps``, ...); ``max_steps`` is ``max_episode_steps``, as for the
 other prefixes. Atari's stacked grey frames come ``[4, 84, 84]``, channels
 first; they are handed on channels last (``[84, 84, 4]``, what the ``cnn`` and ``nature`` torsos
-read), as float32 pixel values 0–255.
+read), as 8-bit pixels (uint8): a replay stores them at one byte each, and the torsos divide by
+255 inside the network.
 
 EnvPool is imported only when a task is built (``envpool`` extra).
 """
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError
-from jaxrl_fdg.envs.host import HostSimulator, StepArrays, gymnasium_space
+from jaxrl_fdg.envs.host import HostSimulator, StepArrays, gymnasium_space, observation_dtype
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
 PREFIX = "envpool/"
@@ -130,12 +131,13 @@ class EnvPoolBatch:
         self.pool.close()
 
     def _observation(self, obs: np.ndarray, info: dict) -> np.ndarray:
-        out = np.empty((self.num_envs, *self._convert(obs[:1]).shape[1:]), np.float32)
+        first = self._convert(obs[:1])
+        out = np.empty((self.num_envs, *first.shape[1:]), first.dtype)
         out[np.asarray(info["env_id"])] = self._convert(obs)
         return out
 
     def _convert(self, obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, np.float32)
+        obs = np.asarray(obs, observation_dtype(obs.dtype))
         return np.moveaxis(obs, 1, -1) if self.channels_last else obs
 
 
@@ -151,4 +153,4 @@ def _space(space: Any, channels_last: bool) -> Space:
     if not channels_last or not isinstance(ours, Box):
         return ours
     low, high = (np.moveaxis(np.asarray(b), 0, -1) for b in (ours.low, ours.high))
-    return Box(low, high, low.shape)
+    return Box(low, high, low.shape, ours.dtype)

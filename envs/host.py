@@ -56,7 +56,8 @@ class HostBatch(Protocol):
     """
 
     def reset(self) -> np.ndarray:
-        """The first observations, float32 ``[B, *obs]``."""
+        """The first observations ``[B, *obs]``, in the observation space's dtype (float32, or
+        the integers of 8-bit pixels)."""
 
     def send(self, actions: np.ndarray) -> None:
         """Start a step of every environment with ``actions`` ``[B, ...]``."""
@@ -119,16 +120,24 @@ def gymnasium_simulator(env_id: str, **kwargs: Any) -> HostSimulator:
     return HostSimulator(PREFIX + env_id, make_batch, *spaces)
 
 
+def observation_dtype(dtype: Any) -> np.dtype:
+    """The dtype observations of ``dtype`` keep here: integers (8-bit pixels) as they are, any
+    float as float32 (JAX computes in float32)."""
+    dtype = np.dtype(dtype)
+    return dtype if np.issubdtype(dtype, np.integer) else np.dtype(np.float32)
+
+
 def gymnasium_space(space: Any) -> Space:
-    """A gymnasium ``Discrete`` or ``Box`` as ours (a ``Box`` as float32)."""
+    """A gymnasium ``Discrete`` or ``Box`` as ours: a ``Box`` of integers (8-bit pixels) keeps
+    its dtype, a ``Box`` of floats becomes float32."""
     import gymnasium
 
     if isinstance(space, gymnasium.spaces.Discrete):
         return Discrete(int(space.n))
     if isinstance(space, gymnasium.spaces.Box):
-        return Box(
-            np.asarray(space.low, np.float32), np.asarray(space.high, np.float32), space.shape
-        )
+        dtype = observation_dtype(space.dtype)
+        bounds = np.asarray(space.low, dtype), np.asarray(space.high, dtype)
+        return Box(*bounds, space.shape, dtype)
     raise ValueError(f"unsupported gymnasium space {space!r} (supported: Discrete, Box)")
 
 
@@ -138,12 +147,13 @@ class GymnasiumBatch:
     def __init__(self, envs: list[Any], seed: int, observation_space: Space, action_space: Space):
         self.envs, self.seed = envs, seed
         self.obs_shape = (len(envs), *observation_space.shape)
+        self.obs_dtype = np.dtype(observation_space.dtype)
         self.discrete = isinstance(action_space, Discrete)
         self.actions: np.ndarray | None = None
 
     def reset(self) -> np.ndarray:
         obs = [env.reset(seed=self.seed + i)[0] for i, env in enumerate(self.envs)]
-        return np.asarray(obs, np.float32).reshape(self.obs_shape)
+        return np.asarray(obs, self.obs_dtype).reshape(self.obs_shape)
 
     def send(self, actions: np.ndarray) -> None:
         actions = np.asarray(actions)
@@ -152,7 +162,7 @@ class GymnasiumBatch:
     def recv(self) -> StepArrays:
         actions, self.actions = self.actions, None
         batch = (len(self.envs),)
-        out_obs, final = np.empty(self.obs_shape, np.float32), np.empty(self.obs_shape, np.float32)
+        out_obs, final = (np.empty(self.obs_shape, self.obs_dtype) for _ in range(2))
         rewards = np.empty(batch, np.float32)
         terminated, truncated = np.empty(batch, np.bool_), np.empty(batch, np.bool_)
         for i, env in enumerate(self.envs):
@@ -170,7 +180,7 @@ def open_simulators(simulator: HostSimulator, num_envs: int, seed: int) -> tuple
     """Make and reset ``num_envs`` environments of ``simulator`` (environment ``i`` seeded with
     ``seed + i``); returns the handle of the batch and its first observations."""
     simulators = simulator.make_batch(num_envs, int(seed))
-    observation = np.asarray(simulators.reset(), np.float32)
+    observation = np.asarray(simulators.reset(), np.dtype(simulator.observation_space.dtype))
     with _LOCK:
         handle = next(_HANDLES)
         _SIMULATORS[handle] = simulators

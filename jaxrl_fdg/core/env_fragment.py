@@ -162,8 +162,9 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
     fragments between compiled programs."""
     from jaxrl_fdg.envs import host
 
-    obs_shape = (num_envs, *simulator.observation_space.shape)
-    obs_struct = jax.ShapeDtypeStruct(obs_shape, jnp.float32)
+    space = simulator.observation_space
+    obs_shape = (num_envs, *space.shape)
+    obs_struct = jax.ShapeDtypeStruct(obs_shape, space.dtype)
     batch = (num_envs,)
 
     def host_reset(seed):

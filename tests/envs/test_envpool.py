@@ -122,3 +122,27 @@ def test_bad_tasks_and_options_are_named(options, error, message):
     with pytest.raises(error, match=message) as raised:
         envs.make(name, **options)
     assert "\n" not in str(raised.value)
+
+
+def test_atari_frames_are_uint8_from_the_simulator_to_the_replay():
+    # 8-bit pixels stay 8-bit: the space says so, the env state holds them, and DQN's replay
+    # stores them at one byte each (its network divides by 255 inside).
+    simulator, _ = envs.make("envpool/Pong-v5")
+    assert simulator.observation_space.dtype == np.uint8
+    off_policy = {"learning_starts": 8, "batch_size": 4, "buffer_size": 32, "utd_ratio": 0.25}
+    out = rl.train(
+        TINY.replace(
+            algo="dqn",
+            env="envpool/Pong-v5",
+            num_envs=2,
+            rollout_len=4,
+            total_steps=2 * 4 * 2,
+            log_every=2,
+            hparams={"torso": "nature", "hidden_sizes": (16,), **off_policy},
+        )
+    )
+    assert out.state.fragments["env"].observation.dtype == np.uint8
+    stored = out.state.fragments["replay"].storage
+    assert stored.observation.dtype == stored.next_observation.dtype == np.uint8
+    assert int(stored.observation.max()) > 1  # pixels 0-255, not rescaled
+    assert np.isfinite(out.metrics["loss"]).all() and out.metrics["updates"][-1] > 0
