@@ -123,7 +123,7 @@ class Timings:
     def wait(self, tree: Any) -> Any:
         """``block_until_ready(tree)``, charged as device waiting to the open scope."""
         start = time.perf_counter()
-        jax.block_until_ready(tree)
+        block_until_ready(tree)
         self._charge("wait", time.perf_counter() - start)
         return tree
 
@@ -149,6 +149,31 @@ class Timings:
 
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {name: s.as_dict() for name, s in self.scopes.items()}
+
+
+# The longest pause between two looks at a result the main thread waits for (see below).
+_POLL_MAX_S = 0.005
+
+
+def block_until_ready(tree: Any) -> Any:
+    """``jax.block_until_ready(tree)``, in a way that a signal can interrupt on the main thread.
+
+    The main thread runs Python's signal handlers only between bytecodes, never inside a C call
+    such as JAX's own blocking wait: a Ctrl-C during a long program would wait for all of it. So
+    the main thread looks whether the result is ready, sleeping between looks (a sleep that a
+    signal's handler interrupts, by raising) a tenth of the time waited so far and never more
+    than :data:`_POLL_MAX_S`, which costs a wait of a second at most 5 ms. Errors of the
+    computation (out of memory, say) are raised by the last, blocking call, as JAX raises them.
+    (A helper thread blocked in JAX's wait instead would abort the process at exit if a signal
+    ended the run while it waited.)"""
+    if threading.current_thread() is threading.main_thread():
+        # Typed PRNG keys have no is_ready: their computations make other leaves too.
+        leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "is_ready")]
+        start = time.perf_counter()
+        for leaf in leaves:
+            while not leaf.is_ready():
+                time.sleep(min(_POLL_MAX_S, max(1e-5, 0.1 * (time.perf_counter() - start))))
+    return jax.block_until_ready(tree)
 
 
 class _Scope:
