@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import signal
 import sys
 import typing
 from collections.abc import Sequence
@@ -23,7 +25,7 @@ from jaxrl_fdg import config as cfg
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS, programs
-from jaxrl_fdg.run import build_loop, evaluate, train
+from jaxrl_fdg.run import build_loop, evaluate, signals, train
 from jaxrl_fdg.run.checkpoint import NonFiniteError, describe_nan
 
 # The flags of `train`: every TrainConfig setting declared with a flag, by group, with the
@@ -43,9 +45,16 @@ _TEXT_FLAGS = ("out", "run_name", "profile", "placement", "dp_backend", "coordin
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command, on ``argv`` (default: this process's arguments); returns the exit status.
+
+    Run as the command itself (``argv`` not given), a command that a signal stopped at once
+    (a second Ctrl-C, a signal while compiling) ends the process there, once its files are
+    written: exiting normally would wait for the device work or the compiles it abandoned."""
+    as_command = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(argv)
+        with signals.Signals():  # SIGTERM and SIGHUP end a command as Ctrl-C does, at once
+            return _dispatch(argv)
     except ConfigError as e:
         print(f"jaxrl-fdg: error: {e}", file=sys.stderr)
         return 2
@@ -59,9 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"jaxrl-fdg: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("jaxrl-fdg: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # a stop signal where the command could not stop cleanly
+        signum = signals.signal_of(e)
+        print(f"jaxrl-fdg: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        if as_command:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(signals.exit_code(signum))
+        return signals.exit_code(signum)
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -264,7 +278,9 @@ def _train(argv: list[str]) -> int:
     result = train(config, print_summary=True, resume=args.resume)
     if result.run_dir is not None:
         print(f"run folder: {result.run_dir}")
-    return 130 if result.summary["status"] == "interrupted" else 0
+    if result.summary["status"] == "interrupted":  # stopped by a signal, at a safe point
+        return signals.exit_code(signal.Signals[result.summary.get("signal", "SIGINT")])
+    return 0
 
 
 def _env_options(pairs: list[str]) -> dict[str, Any]:

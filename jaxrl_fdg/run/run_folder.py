@@ -19,6 +19,7 @@ import io
 import itertools
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,12 @@ class RunFolder:
         """Hold the folder's lock until :meth:`release`: one writer at a time."""
         if self._lock is None:
             self._lock = FolderLock.acquire(self.path, purpose)
+
+    def remove(self) -> None:
+        """Delete this folder, which :meth:`create` made and nothing else has written to: a run
+        refused before it trained leaves no half folder."""
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
 
     def release(self) -> None:
         self.close()
@@ -156,7 +163,7 @@ class RunFolder:
             rows.append(row)
         return rows
 
-    def truncate_metrics(self, iteration: int) -> list[dict[str, Any]]:
+    def truncate_metrics(self, iteration: int, quiet: bool = False) -> list[dict[str, Any]]:
         """Drop the rows logged after ``iteration`` (a resumed run logs them again) from
         ``metrics.jsonl`` and ``metrics.csv``; return the rows kept.
 
@@ -164,11 +171,11 @@ class RunFolder:
         only ``metrics.csv`` still has (``metrics.jsonl`` deleted or cut short by hand) are read
         back from it, and each file is rewritten whole, from the rows kept, in one rename. Where
         the rows stop short of ``iteration`` the checkpoint is trusted, and a warning names the
-        iterations without rows."""
-        rows = self._rows_of_both_files()
+        iterations without rows (``quiet``: no warnings, for a lane of a run that gives them)."""
+        rows = self._rows_of_both_files(quiet)
         kept = [r for r in rows if r["iteration"] <= iteration]
         last = kept[-1]["iteration"] if kept else 0
-        if last < iteration:
+        if last < iteration and not quiet:
             warn(
                 f"{str(self.path)!r}: the metrics rows stop at iteration {last}, its checkpoint "
                 f"is at iteration {iteration}: the checkpoint is trusted, and iterations "
@@ -187,12 +194,12 @@ class RunFolder:
             (self.path / "metrics.csv").unlink(missing_ok=True)
         return kept
 
-    def _rows_of_both_files(self) -> list[dict[str, Any]]:
+    def _rows_of_both_files(self, quiet: bool = False) -> list[dict[str, Any]]:
         """The rows of ``metrics.jsonl``, and those of ``metrics.csv`` at iterations it lacks
         (with a warning), in order of iteration."""
         rows = {r["iteration"]: r for r in self.read_metrics()}
         extra = [r for r in self._read_csv() if r["iteration"] not in rows]
-        if extra:
+        if extra and not quiet:
             warn(
                 f"{str(self.path)!r}: metrics.jsonl lacks {len(extra)} row(s) that metrics.csv "
                 f"holds (iterations {extra[0]['iteration']}-{extra[-1]['iteration']}); they are "

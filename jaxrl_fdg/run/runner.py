@@ -8,6 +8,7 @@ Every placement-specific step is the placement object's (``resolved.placement``)
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
-from jaxrl_fdg.profiling import Timings
+from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.run import autotune, loggers
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
@@ -39,7 +40,8 @@ from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
 from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_function
 from jaxrl_fdg.run.run_folder import RunFolder
-from jaxrl_fdg.run.session import Session, StartupInterrupt, StopOnSignal
+from jaxrl_fdg.run.session import Session
+from jaxrl_fdg.run.signals import Signals, signal_of
 
 
 class RunResult(NamedTuple):
@@ -101,9 +103,16 @@ def train(
     folder's latest checkpoint and computes what the uninterrupted run would have; rows logged
     after the checkpoint are replaced. ``RunResult.metrics`` then covers the resumed part only.
 
-    Ctrl-C or SIGTERM stops the run at the next host boundary with a checkpoint (when there is a
-    run folder); a second Ctrl-C stops at once.
+    A stop signal (Ctrl-C, SIGTERM, SIGHUP) stops the run within seconds, at the next safe
+    point, with a checkpoint (when there is a run folder); a second one stops at once. One
+    before training starts (while compiling, say) stops at once too; either way the summary says
+    ``interrupted`` (:mod:`jaxrl_fdg.run.signals`).
     """
+    with Signals() as signals:
+        return _resolve_and_train(config, spec, print_summary, resume, signals)
+
+
+def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) -> RunResult:
     given = config
     config = config.config if isinstance(config, Resolved) else config
     if config.num_processes > 1:  # connect the processes before JAX starts its backends
@@ -129,8 +138,7 @@ def train(
     debug_nans = jax.config.jax_debug_nans
     jax.config.update("jax_debug_nans", config.debug_nans)
     try:
-        with StartupInterrupt() as startup:
-            return _train(resolved, print_summary, resume, startup, chosen)
+        return _train(resolved, print_summary, resume, signals, chosen)
     finally:
         jax.config.update("jax_debug_nans", debug_nans)
 
@@ -139,7 +147,7 @@ def _train(
     resolved: Resolved,
     print_summary: bool,
     resume: str | Path | None,
-    startup: StartupInterrupt,
+    signals: Signals,
     chosen: dict[str, Any] | None = None,
 ) -> RunResult:
     config = resolved.config
@@ -151,22 +159,16 @@ def _train(
     plan = resolved.placement.plan(
         config.fusion, loop, Timings(config.profile), config.boundary_every
     )
-    folder, lane_folders = _folders(resolved, resume)
+    folder = _folder(resolved, resume)
     try:  # the folder stays locked until the run is over, however it ends
-        return _run(
-            resolved, loop, plan, folder, lane_folders, print_summary, resume, startup, chosen
-        )
+        return _run(resolved, loop, plan, folder, print_summary, resume, signals, chosen)
     finally:
         if folder is not None:
             folder.release()
 
 
-def _run(
-    resolved, loop, plan, folder, lane_folders, print_summary, resume, startup, chosen
-) -> RunResult:
+def _run(resolved, loop, plan, folder, print_summary, resume, signals, chosen) -> RunResult:
     config = resolved.config
-    loggers.attach(config, folder, lane_folders)
-    checkpointer = _checkpointer(resolved, folder, resume)
     extra, evaluate = {}, None
     if config.eval_every:  # compiled with the plan's programs, called behind its chunks
         run_evaluation, keys = evaluation_function(resolved, loop)
@@ -175,29 +177,42 @@ def _run(
         def evaluate(state: LoopState, iteration: int):
             return plan.call("evaluate", state.fragments, keys(iteration))
 
+    checkpointer, lane_folders, rows = None, [], []
     try:
-        state, rows = _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume)
-        startup.check()  # a Ctrl-C during start-up that something swallowed still stops the run
-    except BaseException:
+        checkpointer = _checkpointer(resolved, folder, resume)  # a resume's config is checked
+        state, rows = _start(resolved, plan, extra, checkpointer, folder, resume)
+        lane_folders = _lane_folders(folder, resolved, resume, iterations_done(state))
+        loggers.attach(config, folder, lane_folders)
+        signals.check()  # a stop signal during start-up that something swallowed still stops
+    except BaseException as error:
+        for each in lane_folders:
+            each.close()
         if checkpointer is not None:
             checkpointer.close()
+        _stopped_before_training(resolved, plan, folder, resume, rows, error, signals)
         raise
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
-    session = Session(config, label, plan, folder, checkpointer, rows, evaluate, lane_folders)
+    session = Session(
+        config, label, plan, folder, checkpointer, rows, evaluate, lane_folders, signals
+    )
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
     try:
-        with StopOnSignal(session):
+        with signals.requesting(session.request_stop):
             state = session.execute(state)
     except (NonFiniteError, FloatingPointError):
         session.status = "non-finite"
         raise
-    except OSError:  # a full disk, a lost permission: the folder says the run failed
+    except KeyboardInterrupt as e:  # a second stop signal: at once, from where it landed
+        session.signal = signal_of(e)
+        raise
+    except Exception:  # a full disk, a lost permission, anything else: the run failed
         session.status = "failed"
         raise
     finally:
         try:
-            summary = session.finish(loop)
+            with signals.absorbing():  # the summary says how the run ended, whatever comes
+                summary = session.finish(loop)
         finally:
             for lane_folder in lane_folders:
                 lane_folder.close()
@@ -207,6 +222,35 @@ def _run(
     if print_summary:
         print(metric_rows.format_summary(summary))
     return RunResult(state, metric_rows.concat(session.history), summary, folder and folder.path)
+
+
+def _stopped_before_training(resolved, plan, folder, resume, rows, error, signals) -> None:
+    """A run that stopped before it trained: bad input (a :class:`ConfigError`) leaves no half
+    folder behind (a fresh one is removed; a resumed one is left as it was); anything else (a
+    stop signal while compiling, a failure) is said in ``summary.json``."""
+    if folder is None:
+        return
+    if isinstance(error, ConfigError):
+        if resume is None:
+            folder.remove()
+        return
+    status, extra = "failed", {}
+    if isinstance(error, KeyboardInterrupt):
+        status, extra = "interrupted", {"signal": signal.Signals(signal_of(error)).name}
+    rows = rows or _readable_rows(folder)
+    elapsed = float(rows[-1]["wall_s"]) if rows else 0.0
+    timing = summarize(plan.timings, 0.0)
+    summary = metric_rows.summary(resolved.config, status, rows, timing, elapsed)
+    # The error that stopped it is the one to report; a signal now changes nothing.
+    with contextlib.suppress(OSError), signals.absorbing():
+        folder.write_summary({**summary, **extra})
+
+
+def _readable_rows(folder: RunFolder) -> list[dict[str, Any]]:
+    try:
+        return folder.read_metrics()
+    except ConfigError:
+        return []
 
 
 def _checkpointer(resolved: Resolved, folder: RunFolder | None, resume) -> Checkpointer | None:
@@ -237,8 +281,9 @@ def _check_run(resolved: Resolved, loop: LoopLike, resume: str | Path | None) ->
         )
 
 
-def _folders(resolved: Resolved, resume: str | Path | None):
-    """The run folder (opened to resume, created, or ``None``) and one folder per lane."""
+def _folder(resolved: Resolved, resume: str | Path | None) -> RunFolder | None:
+    """The run folder: opened (and locked) to resume, created with its ``config.toml``, or
+    ``None``. A fresh folder that cannot be completed is removed again."""
     config = resolved.config
     if resume is not None:
         folder = RunFolder.open(resume)
@@ -246,19 +291,21 @@ def _folders(resolved: Resolved, resume: str | Path | None):
     elif config.out is not None:
         folder = RunFolder.create(config, resolved.spec.name)  # created locked
     else:
-        return None, []
+        return None
     try:
         if resume is None:
             folder.write_config(to_mapping(resolved))
         else:  # a damaged metrics file stops the resume before anything compiles
             folder.read_metrics()
-        return folder, _lane_folders(folder, resolved, resume is not None)
+        return folder
     except BaseException:
+        if resume is None:
+            folder.remove()
         folder.release()
         raise
 
 
-def _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume):
+def _start(resolved, plan, extra, checkpointer, folder, resume):
     """The compiled plan's initial state (or the checkpoint it resumes from) and the metric
     rows logged before it. Where the shapes describe the programs, all of them compile at once
     for the shapes ``init`` returns (``Plan.start``), fresh run or resume alike: a checkpoint
@@ -286,8 +333,6 @@ def _start(resolved, plan, extra, checkpointer, folder, lane_folders, resume):
         checkpointer.discard_skipped()  # this run writes those iterations again
     if resume is not None:
         rows = folder.truncate_metrics(iterations_done(state))
-        for lane_folder in lane_folders:
-            lane_folder.truncate_metrics(iterations_done(state))
     if not from_shapes:
         with _sweep_errors(resolved):
             plan.compile(state, extra)
@@ -315,21 +360,29 @@ def _sweep_errors(resolved: Resolved):
         ) from None
 
 
-def _lane_folders(folder: RunFolder | None, resolved: Resolved, resume: bool) -> list[RunFolder]:
+def _lane_folders(
+    folder: RunFolder | None, resolved: Resolved, resume, iteration: int
+) -> list[RunFolder]:
     """With several lanes (seeds, sweep points), a run folder of its own for each inside the
     run's folder, ``seed-<seed>/`` or ``<name>=<value>-seed-<seed>/``: its config (that run
     alone) and its metrics, which ``jaxrl-fdg plot`` draws as replicates, grouped by what
-    differs."""
+    differs. Made once the programs compile (a run refused for its size writes none); a
+    resume keeps each lane's rows up to ``iteration`` and makes the lanes a stop while
+    compiling left unmade."""
     config = resolved.config
     if folder is None or len(resolved.lanes) == 1:
         return []
     folders = []
     for lane in resolved.lanes:
         path = folder.path / lane.name
-        if resume:
+        if resume is not None and (path / "config.toml").is_file():
             folders.append(RunFolder.open(path))
+            folders[-1].truncate_metrics(iteration, quiet=True)
             continue
-        path.mkdir()
+        try:
+            path.mkdir(exist_ok=resume is not None)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"{str(path)!r} is a file, not a lane's run folder") from None
         hparams = {**config.hparams, **lane.point}
         single = resolved._replace(  # that run alone; nothing to check or build again
             config=config.replace(seed=lane.seed, num_seeds=1, hparams=hparams),

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import collections
 import signal
-import sys
-import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,8 +22,12 @@ from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
 from jaxrl_fdg.run.progress import ProgressDisplay
 from jaxrl_fdg.run.run_folder import RunFolder
+from jaxrl_fdg.run.signals import Signals, stop_message
 
 TRACE_ITERATIONS = 2  # iterations inside the profiler window of ``--profile trace``
+# Seconds one dispatch runs at most, about: a stop request waits for the piece running and the
+# one queued behind it, then for the checkpoint.
+STOP_WITHIN_S = 1.0
 
 
 class Session:
@@ -42,6 +44,7 @@ class Session:
         rows: list[dict[str, Any]] | None = None,
         evaluate: Callable[[LoopState, int], Any] | None = None,
         seed_folders: list[RunFolder] | None = None,
+        signals: Signals | None = None,
     ):
         self.config, self.plan, self.folder = config, plan, folder
         self.checkpointer = checkpointer
@@ -61,24 +64,36 @@ class Session:
         self.session = 0.0  # the profiler's own start, stop and export: excluded from run time
         self.status = "interrupted"
         self.stop_requested = False
+        self.signal: int | None = None  # the stop signal that ended the run, if one did
+        self.signals = signals or Signals()  # not entered: no handler, only its sections
+        self.pace = Pace(STOP_WITHIN_S)
+        self._collected = 0.0  # when the last piece was read back
+        self._pieces: list[dict[str, np.ndarray]] = []  # the metrics of a row not yet written
         self.start = self.last = time.perf_counter()
         if self.iterations:
             self.display.update(self.rows[-1])
 
     def execute(self, state: LoopState) -> LoopState:
+        """Run from ``state`` to the end (or to where a stop request ends it) and checkpoint.
+
+        Each chunk of ``boundary_every`` iterations (one metrics row) is dispatched in pieces
+        that run for about :data:`STOP_WITHIN_S` each at most (:class:`Pace`), so that a stop
+        request waits for seconds, not for a long chunk: where it lands between two pieces, the
+        row covers the iterations done and the checkpoint holds their state. Pieces never change
+        what is computed (every plan advances the same iterations however they are grouped)."""
         config, plan = self.config, self.plan
         start = iterations_done(state)
         self.iterations = start
-        chunks = _chunks(config.num_iterations - start, config.boundary_every)
+        chunks = _chunks(start, config.num_iterations, config.boundary_every)
         traced = None
         if config.profile == "trace" and chunks:
             chunks, traced = _split_for_trace(chunks, TRACE_ITERATIONS)
         every = -(-config.checkpoint_every // config.steps_per_iteration)  # iterations, rounded up
         eval_every = -(-config.eval_every // config.steps_per_iteration)
-        saved = start
-        # One chunk stays queued behind the one being read, so the device never idles while the
-        # host reads metrics and logs: chunk k+1 is dispatched before chunk k is collected.
-        in_flight: collections.deque = collections.deque()
+        saved = end = start
+        # One piece stays queued behind the one being read, so the device never idles while the
+        # host reads metrics and logs: piece k+1 is dispatched before piece k is collected.
+        in_flight: collections.deque[_Piece] = collections.deque()
         for i, n in enumerate(chunks):
             if self.stop_requested:
                 break
@@ -86,15 +101,31 @@ class Session:
                 while in_flight:
                     self.record(in_flight.popleft())
                 state = self.traced(state, n)
+                end += n
                 continue
-            state, pending = plan.advance(state, n)
-            end = start + sum(chunks[: i + 1])
-            evaluation = None
-            if eval_every and (end // eval_every > (end - n) // eval_every or i == len(chunks) - 1):
-                evaluation = self.evaluate(state, end)  # dispatched behind the chunk, not awaited
-            in_flight.append((pending, evaluation))
-            if len(in_flight) > 1:
-                self.record(in_flight.popleft())
+            done = 0
+            while done < n and not self.stop_requested:
+                if self.pace.per_iteration is None:  # measure one piece before sizing the next
+                    while in_flight:
+                        self.record(in_flight.popleft())
+                k = self.pace.size(n - done)
+                dispatched = time.perf_counter()
+                state, pending = plan.advance(state, k)
+                done += k
+                piece = _Piece(pending, None, k, done == n, dispatched)
+                if (
+                    done == n
+                    and eval_every
+                    and ((end + n) // eval_every > end // eval_every or i == len(chunks) - 1)
+                ):  # dispatched behind the chunk, not awaited
+                    piece = piece._replace(evaluation=self.evaluate(state, end + n))
+                in_flight.append(piece)
+                if len(in_flight) > 1:
+                    self.record(in_flight.popleft())
+            end += done
+            if done < n:  # stopped between two pieces: the last one dispatched ends its row
+                in_flight[-1] = in_flight[-1]._replace(ends_row=True)
+                break
             if every and end // every > saved // every:
                 while in_flight:  # metrics up to the saved state are checked before it is saved
                     self.record(in_flight.popleft())
@@ -105,9 +136,14 @@ class Session:
             self.timings.wait(state)
         if self.checkpointer is not None:  # the final state (or where a stop request left it)
             self.checkpoint(state)
-        if not self.stop_requested:
-            self.status = "completed"
+        if self.iterations == config.num_iterations:  # a stop request came after the last one
+            self.status, self.signal = "completed", None
         return state
+
+    def request_stop(self, signum: int) -> None:
+        """A stop signal's request: stop at the next safe point (between two pieces)."""
+        self.stop_requested, self.signal = True, signum
+        stop_message(signum)
 
     def checkpoint(self, state: LoopState) -> int:
         """Save ``state`` unless a fragment's state holds NaN or inf (then raise, keeping the last
@@ -127,37 +163,46 @@ class Session:
         with trace.capture() as self.events:
             window = time.perf_counter()
             self.timings.annotating = True
+            dispatched = time.perf_counter()
             state, pending = self.plan.advance(state, n)
-            self.record((pending, None))
+            self.record(_Piece(pending, None, n, True, dispatched))
             self.timings.annotating = False
             window = time.perf_counter() - window
         self.session += time.perf_counter() - opened - window
         return state
 
-    def record(self, pending: tuple[Any, Any]) -> None:
-        """Read one chunk's metrics (and evaluation, if any) back, waiting for them; log them."""
-        pending, evaluation = pending
+    def record(self, piece: _Piece) -> None:
+        """Read one piece's metrics (and evaluation, if any) back, waiting for them; log a row
+        once its chunk's last piece is in."""
         with self.timings.scope("collect"):
-            metrics = self.plan.collect(pending)
+            metrics = self.plan.collect(piece.pending)
+            evaluation = piece.evaluation
             if evaluation is not None:
                 evaluation = self.timings.device_get(evaluation)
+        now = time.perf_counter()
+        self.pace.measured(piece.iterations, now - max(self._collected, piece.dispatched))
+        self._collected = now
         with self.timings.scope("log"):
             for key, values in metrics.items():
                 source = "env" if key in metric_rows.EPISODE_KEYS else "learner"
                 check_metrics({key: values}, self.iterations, source)
             self.history.append(metrics)
-            now = time.perf_counter()
             self.iterations += metric_rows.length(metrics)
+            self._pieces.append(metrics)
+            if not piece.ends_row:
+                return
+            metrics, self._pieces = metric_rows.concat(self._pieces), []
             wall = self.elapsed_before + now - self.start
             row = metric_rows.row(metrics, self.iterations, self.config, wall, now - self.last)
             if self.evaluate is not None:  # every row has the columns, for metrics.csv
                 row.update({k: None for k in EVAL_OUTPUTS})
                 row.update({k: float(np.mean(v)) for k, v in (evaluation or {}).items()})
-            self._lane_rows(metrics, evaluation, now)
-            self.last = now
-            self.rows.append(row)
-            if self.folder is not None:
-                self.folder.append_metrics(row)
+            with self.signals.critical():  # a row in every file, or in none
+                self._lane_rows(metrics, evaluation, now)
+                self.last = now
+                self.rows.append(row)
+                if self.folder is not None:
+                    self.folder.append_metrics(row)
             self.display.update(row)
 
     def _lane_rows(self, metrics: dict, evaluation: dict | None, now: float) -> None:
@@ -193,6 +238,8 @@ class Session:
             self.config, self.status, self.rows, timing, self.elapsed_before, self.iterations
         )
         summary.update(self.summary_extra)
+        if self.signal is not None and self.status == "interrupted":
+            summary["signal"] = signal.Signals(self.signal).name
         if self.folder is not None:
             # The summary is written last, so that its status covers the files before it.
             try:
@@ -204,70 +251,6 @@ class Session:
             self.folder.write_summary(summary)
             self.folder.close()
         return summary
-
-
-class StopOnSignal:
-    """While active, the first SIGINT (Ctrl-C) or SIGTERM asks the run to stop at the next host
-    boundary, with a checkpoint; from then on Ctrl-C interrupts at once (Python's default)."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, run: Session):
-        self.run = run
-        self.previous: dict[int, Any] = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                self.previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        del frame
-        self.run.stop_requested = True
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        name = signal.Signals(signum).name
-        print(
-            f"\njaxrl-fdg: {name}: stopping at the next host boundary with a checkpoint "
-            "(Ctrl-C again to stop now)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def __exit__(self, *exc):
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-        return False
-
-
-class StartupInterrupt:
-    """While a run starts (resolving, building, compiling), Ctrl-C raises at once, and is also
-    remembered: an interrupt raised where Python can only print and drop it (a garbage
-    collector callback, a finalizer) still stops the run, at :meth:`check` or on exit."""
-
-    def __init__(self):
-        self.received = False
-        self.previous: Any = None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        self.received = True
-        raise KeyboardInterrupt
-
-    def check(self) -> None:
-        if self.received:
-            raise KeyboardInterrupt
-
-    def __exit__(self, kind, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-        if kind is None:
-            self.check()
-        return False
 
 
 def write_profile(folder: RunFolder, config: TrainConfig, timings, timing, events) -> None:
@@ -289,5 +272,36 @@ def _split_for_trace(chunks: list[int], size: int) -> tuple[list[int], int]:
     return chunks[:i] + pieces + chunks[i + 1 :], i
 
 
-def _chunks(total: int, size: int) -> list[int]:
-    return [min(size, total - done) for done in range(0, total, size)]
+def _chunks(start: int, stop: int, size: int) -> list[int]:
+    """Chunks of ``size`` iterations from ``start`` to ``stop``, on the grid of multiples of
+    ``size``: a run resumed from a stop between two rows logs its next row where the
+    uninterrupted run does."""
+    ends = [*range((start // size + 1) * size, stop, size), stop] if start < stop else []
+    return [b - a for a, b in zip([start, *ends], ends, strict=False)]
+
+
+class _Piece(NamedTuple):
+    """Iterations dispatched in one call (:meth:`Plan.advance`), not yet read back."""
+
+    pending: Any  # the plan's metrics, still on the device
+    evaluation: Any  # the evaluation dispatched behind it, if any
+    iterations: int
+    ends_row: bool  # the last piece of its chunk: its row is written once it is read
+    dispatched: float  # perf_counter() when it was dispatched
+
+
+class Pace:
+    """How many iterations one dispatch may hold so that it runs for about ``seconds`` at most,
+    from the last piece measured (seconds per iteration); one iteration until one is."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.per_iteration: float | None = None
+
+    def size(self, left: int) -> int:
+        if self.per_iteration is None:
+            return 1
+        return max(1, min(left, int(self.seconds / max(self.per_iteration, 1e-9))))
+
+    def measured(self, iterations: int, seconds: float) -> None:
+        self.per_iteration = seconds / iterations

@@ -152,7 +152,7 @@ def test_sigterm_stops_at_a_boundary_with_a_checkpoint_and_resume_completes(tmp_
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    assert "status interrupted" in out and "stopping at the next host boundary" in err
+    assert "status interrupted" in out and "stopping within seconds, at the next safe point" in err
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "interrupted"
     rows = [json.loads(line) for line in (run / "metrics.jsonl").open()]
@@ -169,7 +169,7 @@ def test_second_ctrl_c_stops_at_once(tmp_path):
     proc.send_signal(signal.SIGINT)
     # Signals sent before the first is handled would merge into one: wait for its message.
     deadline = time.monotonic() + 60
-    while not any("stopping at the next host boundary" in line for line in lines):
+    while not any("stopping within seconds, at the next safe point" in line for line in lines):
         assert time.monotonic() < deadline and proc.poll() is None, lines
         time.sleep(0.01)
     sent = time.monotonic()
