@@ -23,6 +23,12 @@ DQN = rl.TrainConfig(
     checkpoint_every=64,
     hparams={"learning_starts": 32, "batch_size": 16, "buffer_size": 128},
 )
+# The same run as ``jaxrl-fdg train`` flags.
+DQN_FLAGS = [
+    "--algo", "dqn", "--total-steps", "192", "--num-envs", "4", "--rollout-len", "4",
+    "--log-every", "2", "--checkpoint-every", "64", "--learning-starts", "32",
+    "--batch-size", "16", "--buffer-size", "128", "--no-progress",
+]  # fmt: skip
 
 
 def copy_run(run: Path, to: Path) -> Path:
