@@ -3,7 +3,8 @@
 Runs are found and grouped as ``jaxrl-fdg plot`` finds and groups them (:mod:`jaxrl_fdg.plots`):
 a run of several seeds or sweep points stands for its lanes' folders, and runs whose settings
 differ only in the seed are one group. Each run scores the last value its rows hold of the
-metric (``eval_return`` by default: the deterministic policy at the end); ``--normalize lo:hi``
+metric (by default ``eval_return``, the deterministic policy at the end, where every run
+evaluated, else ``episode_return``); ``--normalize lo:hi``
 maps scores to ``(score − lo) / (hi − lo)``. Per group: the IQM, mean, median and (normalized
 scores only) optimality gap, each with a 95% stratified bootstrap interval
 (:mod:`jaxrl_fdg.stats`), printed as a table and drawn beside the groups' performance profiles.
@@ -19,9 +20,11 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxrl_fdg import plots, stats
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, warn
 
 DEFAULT_OUTPUT = "comparison.png"
+DEFAULT_METRIC = "eval_return"  # the deterministic policy's return: runs with --eval-every
+FALLBACK_METRIC = "episode_return"  # what every run logs
 _TITLES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
 
 
@@ -49,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "runs", nargs="+", metavar="RUN_GROUP", help="a run folder, or a folder of them"
     )
     parser.add_argument(
-        "--metric", default="eval_return", help="metrics column (default: eval_return)"
+        "--metric",
+        help=f"metrics column (default: {DEFAULT_METRIC} where every run evaluated, "
+        f"else {FALLBACK_METRIC})",
     )
     parser.add_argument(
         "--normalize",
@@ -85,17 +90,25 @@ def parse_normalize(text: str | None) -> tuple[float, float] | None:
 
 def compare(
     paths: Sequence[str | Path],
-    metric: str = "eval_return",
+    metric: str | None = None,
     normalize: tuple[float, float] | None = None,
     *,
     resamples: int = stats.RESAMPLES,
     seed: int = 0,
 ) -> Comparison:
-    """Score every run under ``paths`` and aggregate each group's scores."""
+    """Score every run under ``paths`` and aggregate each group's scores. ``metric``:
+    :data:`DEFAULT_METRIC` where every run's rows have it (runs that evaluate), else
+    :data:`FALLBACK_METRIC` (with a warning saying so)."""
     runs = plots.find_runs(paths)
-    columns = plots.numeric_columns(runs)
-    if metric not in columns:
-        raise ConfigError(f"unknown metric {metric!r} (valid: {', '.join(columns)})")
+    if metric is None:
+        metric = DEFAULT_METRIC
+        if not all(any(metric in row for row in run.rows) for run in runs):
+            metric = FALLBACK_METRIC
+            warn(
+                f"comparing {FALLBACK_METRIC}: not every run has {DEFAULT_METRIC} (runs "
+                f"evaluate with --eval-every); give --metric {DEFAULT_METRIC} to require it"
+            )
+    plots.check_column(runs, metric)
     names = stats.AGGREGATES if normalize else stats.AGGREGATES[:-1]
     groups = []
     grouped = plots.group_runs(runs)

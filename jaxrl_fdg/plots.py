@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxrl_fdg import plugins
 from jaxrl_fdg.config import NOT_COMPUTED
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, warn
 
 DEFAULT_OUTPUT = "learning_curve.png"
 CI_KINDS = ("std", "iqm")  # the band around each curve (``--ci``)
@@ -92,11 +92,8 @@ def plot_runs(
     if ci not in CI_KINDS:
         raise ConfigError(f"unknown band {ci!r} (valid: {', '.join(CI_KINDS)})")
     runs = find_runs(paths)
-    columns = numeric_columns(runs)
-    if metric not in columns:
-        raise ConfigError(f"unknown metric {metric!r} (valid: {', '.join(columns)})")
-    if x not in columns:
-        raise ConfigError(f"unknown x-axis column {x!r} (valid: {', '.join(columns)})")
+    check_column(runs, metric)
+    check_column(runs, x, "x-axis column")
     if output is None:
         output = (runs[0].path if len(runs) == 1 else Path.cwd()) / DEFAULT_OUTPUT
     output = check_image_path(Path(output))
@@ -127,17 +124,29 @@ def find_runs(paths: Iterable[str | Path]) -> list[Run]:
     (``runs runs/a``) counts once, or it would count as two seeds."""
     folders: dict[Path, Path] = {}
     for path in map(Path, paths):
+        if path.exists() and not path.is_dir():
+            hint = f" (give its folder, {str(path.parent)!r})" if _is_run(path.parent) else ""
+            raise ConfigError(f"{str(path)!r} is a file, not a run folder{hint}")
         if not path.is_dir():
             raise ConfigError(f"run folder {str(path)!r} does not exist")
-        if _is_run(path):
-            inner = _lanes(path)
-        else:
-            inner = [lane for p in sorted(path.iterdir()) if _is_run(p) for lane in _lanes(p)]
+        try:
+            if _is_run(path):
+                inner = _lanes(path)
+            else:
+                inner = [lane for p in sorted(path.iterdir()) if _is_run(p) for lane in _lanes(p)]
+        except OSError as e:
+            raise ConfigError(f"cannot read {str(path)!r}: {e.strerror}") from None
         if not inner:
             raise ConfigError(f"{str(path)!r} is not a run folder (no metrics.jsonl) nor holds one")
         for folder in inner:
             folders.setdefault(folder.resolve(), folder)
-    return [load_run(folder) for folder in folders.values()]
+    runs = []
+    for folder in folders.values():
+        try:
+            runs.append(load_run(folder))
+        except OSError as e:
+            raise ConfigError(f"cannot read run folder {str(folder)!r}: {e.strerror}") from None
+    return runs
 
 
 def _is_run(path: Path) -> bool:
@@ -162,17 +171,51 @@ def load_run(path: Path) -> Run:
     if not config_file.is_file():
         raise ConfigError(f"{str(path)!r} is not a run folder (no config.toml)")
     try:
-        config = tomllib.loads(config_file.read_text())
-    except tomllib.TOMLDecodeError as e:
+        config = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{str(config_file)!r} is not valid toml: {e}") from None
-    lines = metrics_file.read_text().split("\n")[:-1]
-    try:
-        rows = [json.loads(line) for line in lines if line]
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{str(metrics_file)!r} is not valid JSON lines: {e}") from None
+    lines = metrics_file.read_text(encoding="utf-8", errors="replace").split("\n")[:-1]
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{str(metrics_file)!r} line {number} is not JSON: {e}") from None
+        if not isinstance(row, dict):
+            raise ConfigError(
+                f"{str(metrics_file)!r} line {number} is not a metrics row (a JSON object of "
+                f"columns), it is {type(row).__name__} {line[:40]!r}"
+            )
+        rows.append(row)
     if not rows:
         raise ConfigError(f"run folder {str(path)!r} has no metrics rows yet")
     return Run(path, _flatten(config), rows)
+
+
+def check_column(runs: Sequence[Run], name: str, what: str = "metric") -> None:
+    """Raise :class:`ConfigError` unless every run's rows hold ``name`` as numbers (or empty),
+    naming the run that lacks it or the row whose value is not a number."""
+    if name in numeric_columns(runs):
+        return
+    for run in runs:
+        if not any(name in row for row in run.rows):
+            if not any(name in row for r in runs for row in r.rows):
+                break
+            raise ConfigError(
+                f"{what} {name!r} is not in the rows of {str(run.path)!r} "
+                f"(its columns: {', '.join(run.rows[0])})"
+            )
+        for number, row in enumerate(run.rows, 1):
+            value = row.get(name)
+            if value is not None and not is_number(value):
+                raise ConfigError(
+                    f"{what} {name!r} is not a number in row {number} of "
+                    f"{str(run.path / 'metrics.jsonl')!r}: {value!r}"
+                )
+    valid = ", ".join(numeric_columns(runs))
+    raise ConfigError(f"unknown {what} {name!r} (valid: {valid})")
 
 
 def numeric_columns(runs: Sequence[Run]) -> list[str]:
@@ -198,8 +241,28 @@ def group_runs(runs: Sequence[Run]) -> list[Group]:
     out = []
     for sig, members in groups.items():
         settings = tuple((keys[i], sig[i]) for i in differing)
-        out.append(Group(format_settings(settings), members, settings))
+        out.append(Group(format_settings(settings), _one_per_seed(members), settings))
     return out
+
+
+def _one_per_seed(runs: list[Run]) -> list[Run]:
+    """Runs of one experiment with the same seed compute the same thing: one replicate, not
+    several (a copied folder, a run made again). The one with the most rows counts; a warning
+    names the others."""
+    by_seed: dict[Any, list[Run]] = {}
+    for run in runs:
+        by_seed.setdefault(_freeze(run.config.get("seed")), []).append(run)
+    kept = []
+    for seed, same in by_seed.items():
+        best = max(same, key=lambda run: len(run.rows))
+        kept.append(best)
+        others = [str(run.path) for run in same if run is not best]
+        if others:
+            warn(
+                f"{', '.join(others)} and {str(best.path)!r} are one experiment with seed "
+                f"{seed}: counted once, as {str(best.path)!r}"
+            )
+    return kept
 
 
 def short_labels(groups: Sequence[Group]) -> list[str]:
