@@ -6,7 +6,7 @@ import dataclasses
 import json
 import tomllib
 import typing
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,23 +53,52 @@ def from_mapping(data: Mapping[str, Any], source: str = "config") -> TrainConfig
     return config
 
 
+class _SyntaxError(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A mapping of ``pairs``, refusing a key given twice (JSON and YAML readers otherwise
+    keep the last silently; TOML refuses it itself)."""
+    mapping: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in mapping:
+            raise _SyntaxError(f"the key {key!r} is given twice")
+        mapping[key] = value
+    return mapping
+
+
+def _read_json(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_unique)
+
+
 def _read_yaml(text: str) -> Any:
     import yaml  # imported for YAML files only
 
+    class Loader(yaml.SafeLoader):  # safe_load's loader, refusing a key given twice
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # keys merged in may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, Hashable):  # YAML's own error says so, below
+                    continue
+                if key in seen:
+                    raise _SyntaxError(f"the key {key!r} is given twice")
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=Loader)
     except yaml.YAMLError as e:
         raise _SyntaxError(str(e)) from None
-
-
-class _SyntaxError(ValueError):
-    pass
 
 
 # Readers by file suffix; each error type is a syntax error in that format.
 _READERS = {
     ".toml": (tomllib.loads, tomllib.TOMLDecodeError),
-    ".json": (json.loads, json.JSONDecodeError),
+    ".json": (_read_json, (json.JSONDecodeError, _SyntaxError)),
     ".yaml": (_read_yaml, _SyntaxError),
     ".yml": (_read_yaml, _SyntaxError),
 }
