@@ -263,6 +263,7 @@ def _train(argv: list[str]) -> int:
         # The file is checked on its own first, so that its errors name the file.
         data = cfg.load(known.config)
         algo = cfg.from_mapping(data, source=known.config).algo
+        _check_algo_flag(known, algo, data)
     args = _train_parser(known.algo or algo).parse_args(argv)
 
     given = {k: v for k, v in vars(args).items() if v is not None and k not in ("config", "resume")}
@@ -281,6 +282,23 @@ def _train(argv: list[str]) -> int:
     if result.summary["status"] == "interrupted":  # stopped by a signal, at a safe point
         return signals.exit_code(signal.Signals[result.summary.get("signal", "SIGINT")])
     return 0
+
+
+def _check_algo_flag(known: argparse.Namespace, algo: str, data: dict[str, Any]) -> None:
+    """``--algo`` beside a config that names another algorithm: a resumed run keeps its own,
+    and a config's hyperparameters belong to the algorithm it names."""
+    if not known.algo or known.algo == algo:
+        return
+    if known.resume:
+        raise ConfigError(
+            f"{known.resume!r} was trained with --algo {algo}; a resumed run keeps its "
+            f"algorithm (leave out --algo {known.algo}, or start a new run with it)"
+        )
+    if data.get("hparams"):
+        raise ConfigError(
+            f"{known.config}: its hparams are {algo}'s, and --algo {known.algo} takes its own "
+            f"(leave out --algo, or the file's hparams table)"
+        )
 
 
 def _env_options(pairs: list[str]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.run import autotune, loggers
@@ -125,6 +125,8 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
         compile_cache.enable()
     resolved = resolve(given, spec)  # every ConfigError is raised here, before compiling
     config = resolved.config
+    if resume is None:
+        _warn_of_steps_left_out(config)
     chosen = None
     if config.fusion == AUTO_FUSION or config.placement == AUTO_PLACEMENT:
         if resume is not None:
@@ -141,6 +143,17 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
         return _train(resolved, print_summary, resume, signals, chosen)
     finally:
         jax.config.update("jax_debug_nans", debug_nans)
+
+
+def _warn_of_steps_left_out(config: TrainConfig) -> None:
+    """A run takes whole iterations: say so where ``total_steps`` is not a multiple of one."""
+    per, runs = config.steps_per_iteration, config.num_iterations * config.steps_per_iteration
+    if runs != config.total_steps:
+        warn(
+            f"total_steps = {config.total_steps:,} is not a multiple of num_envs × rollout_len "
+            f"= {per:,}: the run takes {config.num_iterations:,} iterations, {runs:,} env steps "
+            f"(give {runs:,} or {runs + per:,} to say which)"
+        )
 
 
 def _train(
