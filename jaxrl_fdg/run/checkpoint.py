@@ -34,6 +34,7 @@ import numpy as np
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError, warn
+from jaxrl_fdg.run import versions
 
 FOLDER = "checkpoints"
 MANIFEST = "jaxrl_fdg_manifest.json"
@@ -46,8 +47,9 @@ class NonFiniteError(RuntimeError):
 class Checkpointer:
     """Saves and restores :class:`LoopState` under ``directory``, one sub-folder per iteration.
 
-    ``config`` (the resolved configuration, as ``config.to_mapping`` gives it) is stored with
-    every checkpoint saved; :meth:`stored_config` reads it back.
+    ``config`` (the resolved configuration, as ``config.to_mapping`` gives it) and the versions
+    this process runs under (``run.versions``) are stored with every checkpoint saved;
+    :meth:`stored_config` and :meth:`stored_versions` read them back.
     """
 
     def __init__(self, directory: Path, keep: int = 3, config: Mapping[str, Any] | None = None):
@@ -61,6 +63,7 @@ class Checkpointer:
                 "(the run keeps its checkpoints there)"
             )
         self.config = dict(config) if config is not None else None
+        self.versions = versions.current()
         self.skipped: list[tuple[int, str]] = []  # what the last restore passed over, and why
         self._failed = False
         # Saving blocks until the checkpoint is on disk either way (``save``); orbax's
@@ -77,7 +80,9 @@ class Checkpointer:
         if iteration in self._manager.all_steps():
             return iteration
         args = self._ocp.args.StandardSave(_saveable(state))
-        metadata = {"config": self.config} if self.config is not None else None
+        metadata = {"versions": self.versions}
+        if self.config is not None:
+            metadata["config"] = self.config
         try:
             with _quiet_absl():  # orbax logs each failing thread; one error is reported
                 self._manager.save(iteration, args=args, custom_metadata=metadata)
@@ -103,13 +108,21 @@ class Checkpointer:
 
     def stored_config(self, iteration: int) -> dict[str, Any] | None:
         """The configuration saved with the checkpoint at ``iteration`` (``None``: none saved)."""
+        return self._stored(iteration, "config")
+
+    def stored_versions(self, iteration: int) -> dict[str, Any] | None:
+        """The versions the checkpoint at ``iteration`` was written under (``None``: not saved,
+        a checkpoint older than the record)."""
+        return self._stored(iteration, "versions")
+
+    def _stored(self, iteration: int, key: str) -> dict[str, Any] | None:
         with _quiet_absl():
             try:
                 custom = self._manager.metadata(iteration).custom_metadata
             except Exception:  # an unreadable metadata file: as if none were stored
                 return None
-        config = (custom or {}).get("config")
-        return config if isinstance(config, dict) else None
+        value = (custom or {}).get(key)
+        return value if isinstance(value, dict) else None
 
     def candidates(self, iteration: int | None = None) -> list[int]:
         """The iterations a restore tries, newest first: ``[iteration]`` if given (which must
@@ -145,10 +158,14 @@ class Checkpointer:
                 with _quiet_absl():
                     args = self._ocp.args.StandardRestore(target)
                     saved = self._manager.restore(step, args=args)
-            except Exception as e:  # unreadable in a way the manifest could not tell
-                if iteration is not None:
+            except Exception as e:
+                # Files as written (its manifest says so) that do not read: this install reads
+                # them otherwise, which no older checkpoint would change; never skip (and so
+                # delete) it. Without a manifest it may be a write cut short: skipped.
+                if iteration is not None or (self.directory / str(step) / MANIFEST).is_file():
                     raise ConfigError(
                         f"the checkpoint at iteration {step} cannot be read: {_first_line(e)}"
+                        + versions.note(self.stored_versions(step), self.versions)
                     ) from None
                 self.skipped.append((step, _first_line(e)))
                 continue

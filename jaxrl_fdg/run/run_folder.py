@@ -228,7 +228,7 @@ class RunFolder:
         while self.loggers:  # the summary is a logger's last entry
             self.loggers.pop(0).finish(summary)
 
-    def write_json(self, name: str, data: dict[str, Any]) -> None:
+    def write_json(self, name: str, data: Any) -> None:
         _atomic_write(self.path / name, json.dumps(data, indent=2) + "\n")
 
     def close(self) -> None:

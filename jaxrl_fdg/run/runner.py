@@ -33,7 +33,7 @@ from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.profiling import Timings, summarize
-from jaxrl_fdg.run import autotune, loggers
+from jaxrl_fdg.run import autotune, loggers, versions
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
@@ -308,6 +308,7 @@ def _folder(resolved: Resolved, resume: str | Path | None) -> RunFolder | None:
     try:
         if resume is None:
             folder.write_config(to_mapping(resolved))
+            versions.record(folder, 0, versions.current())
         else:  # a damaged metrics file stops the resume before anything compiles
             folder.read_metrics()
         return folder
@@ -346,6 +347,7 @@ def _start(resolved, plan, extra, checkpointer, folder, resume):
         checkpointer.discard_skipped()  # this run writes those iterations again
     if resume is not None:
         rows = folder.truncate_metrics(iterations_done(state))
+        versions.record(folder, iterations_done(state), checkpointer.versions)
     if not from_shapes:
         with _sweep_errors(resolved):
             plan.compile(state, extra)
@@ -412,15 +414,26 @@ def _check_same_run(folder: RunFolder, checkpointer: Checkpointer, resolved: Res
     that change nothing it computes aside, ``config.NOT_COMPUTED``): editing ``config.toml``
     or giving a flag that changes the run is refused, naming each changed key."""
     current = to_mapping(resolved)
-    saved, source = None, "its config.toml"
+    saved, source, written = None, "its config.toml", None
     for step in reversed(checkpointer.steps()):
         if checkpointer.damage(step) is None:
             saved = checkpointer.stored_config(step)
             if saved is not None:
                 source = f"its checkpoint at iteration {step}"
+                written = checkpointer.stored_versions(step)
                 break
     if saved is None:  # no checkpoint yet, or one written before configs were stored
         saved = load(folder.path / "config.toml")
+    if written is None:  # then the versions its folder last ran under, if it says
+        stretches = versions.read(folder.path)
+        written = stretches[-1]["versions"] if stretches else None
+    changed_versions = versions.differences(written or {}, checkpointer.versions)
+    if changed_versions:
+        warn(
+            f"resuming {str(folder.path)!r} under other versions than {source}'s "
+            f"({', '.join(changed_versions)}): the same bits are promised for the same versions "
+            "only"
+        )
     changed = _changed_keys(saved, current)
     if changed:
         details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in changed)
