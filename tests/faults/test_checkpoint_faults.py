@@ -5,11 +5,14 @@ import json
 import shutil
 import threading
 
+import jax
+import orbax.checkpoint as ocp
 import pytest
 from faultkit import DQN, assert_same_state, copy_run, one_line_error, rows
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.cli import main
+from jaxrl_fdg.run import versions
 from jaxrl_fdg.run.checkpoint import Checkpointer
 from jaxrl_fdg.run.lock import FolderLock
 from jaxrl_fdg.run.run_folder import RunFolder
@@ -203,3 +206,59 @@ def test_a_checkpoint_folder_that_cannot_be_made_leaves_no_thread_waiting(refere
     for thread in new:  # threads of earlier tests' work may still be ending
         thread.join(timeout=5)
     assert [t.name for t in new if t.is_alive()] == []
+
+
+# -- versions --------------------------------------------------------------------------------
+
+
+def _other_jax(monkeypatch):
+    real = versions.current()
+    monkeypatch.setattr(versions, "current", lambda: {**real, "jax": "9.9.9"})
+    return real
+
+
+def test_the_run_folder_and_its_checkpoints_record_the_versions(reference):
+    (stretch,) = json.loads((reference[0] / "versions.json").read_text())
+    now = versions.current()
+    assert stretch == {"from_iteration": 0, "versions": now}
+    assert now["jax"] == jax.__version__ and now["device"].startswith(jax.default_backend())
+    assert {"jaxrl-fdg", "jaxlib", "flax", "optax", "orbax-checkpoint"} <= set(now)
+    checkpointer = Checkpointer(reference[0] / "checkpoints")
+    try:
+        assert checkpointer.stored_versions(12) == now
+    finally:
+        checkpointer.close()
+
+
+def test_a_resume_under_other_versions_warns_and_records_them(
+    reference, tmp_path, capsys, monkeypatch
+):
+    run = copy_run(reference[0], tmp_path / "r")
+    real = _other_jax(monkeypatch)
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "under other versions than its checkpoint at iteration 12's (jax " in err
+    assert f"jax {real['jax']} -> 9.9.9" in err
+    stretches = json.loads((run / "versions.json").read_text())
+    assert [(s["from_iteration"], s["versions"]["jax"]) for s in stretches] == [
+        (0, real["jax"]),
+        (12, "9.9.9"),
+    ]
+
+
+def test_a_checkpoint_other_versions_cannot_read_is_refused_and_kept(
+    reference, tmp_path, capsys, monkeypatch
+):
+    run = copy_run(reference[0], tmp_path / "r")
+    _other_jax(monkeypatch)
+
+    def unreadable(self, step, *args, **kwargs):
+        raise ValueError("unknown checkpoint format")
+
+    monkeypatch.setattr(ocp.CheckpointManager, "restore", unreadable)
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "under other versions" in err[0]  # the warning, then the error
+    assert "checkpoint at iteration 12 cannot be read: ValueError: unknown checkpoint" in err[1]
+    assert "(versions changed since it was written: jax " in err[1]
+    assert sorted(int(p.name) for p in (run / "checkpoints").iterdir()) == [4, 8, 12]
