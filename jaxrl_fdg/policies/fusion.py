@@ -195,6 +195,11 @@ class Plan:
         compiling."""
         for name in list(self._compiling.futures):
             self._program(name)
+        return self.compiled_so_far
+
+    @property
+    def compiled_so_far(self) -> dict[str, Any]:
+        """The compiled executables of the programs done compiling; waits for none."""
         return {k: v for k, v in self._programs.items() if hasattr(v, "as_text")}
 
     def advance(self, state: LoopState, n: int) -> tuple[LoopState, Any]:
