@@ -124,7 +124,9 @@ class Plan:
             lowered = jax.jit(fn).lower(*args)
             yield name, lowered, time.perf_counter() - start
 
-    def start(self, key: jax.Array, extra: Extra | None = None) -> LoopState:
+    def start(
+        self, key: jax.Array, extra: Extra | None = None, before_init: Callable | None = None
+    ) -> LoopState:
         """:meth:`init` and :meth:`compile` in one, without waiting for ``init`` to run: every
         program, ``init`` included, is lowered for the shapes ``init`` will return (traced, not
         computed) and compiled on worker threads (XLA releases the GIL while it compiles), each
@@ -143,7 +145,10 @@ class Plan:
 
         ``compile:<program>`` scopes get each program's own tracing, lowering and compile time;
         the ``compile`` scope around them the wall time the run waited, which is less than their
-        sum when they overlap."""
+        sum when they overlap.
+
+        ``before_init(programs)``, if given, sees the compiled programs before ``init`` runs
+        (the runner's memory check) and may raise."""
         extra = extra or {}
         with self.timings.scope("compile", always=True):
             self._compiling = compiler = Compiler(self.timings)
@@ -166,6 +171,8 @@ class Plan:
             for name in ["init", *own]:
                 if name in compiler:
                     self._programs[name] = compiler.result(name)
+        if before_init is not None:
+            before_init(self.compiled_so_far)
         return self._call("init", key)
 
     def _program(self, name: str) -> Callable:
@@ -334,7 +341,7 @@ class EagerPlan(StepPlan):
             {name: (fn, args_for(state)) for name, (fn, args_for) in (extra or {}).items()}
         )
 
-    def start(self, key, extra=None):
+    def start(self, key, extra=None, before_init=None):
         state = self.init(key)
         self.compile(state, extra)
         return state
