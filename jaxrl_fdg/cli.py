@@ -23,7 +23,7 @@ from typing import Any
 from jaxrl_fdg import compare, envs, plots, plugins, policies
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.core import algorithm as algorithms
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, OutOfMemory
 from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS, programs
 from jaxrl_fdg.run import build_loop, evaluate, signals, train
 from jaxrl_fdg.run.checkpoint import NonFiniteError, describe_nan
@@ -60,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except NonFiniteError as e:
         print(f"jaxrl-fdg: stopped: {e}", file=sys.stderr)
+        return 1
+    except OutOfMemory as e:  # while training; the folder says failed and resumes
+        print(f"jaxrl-fdg: error: {e}", file=sys.stderr)
         return 1
     except FloatingPointError as e:  # --debug-nans: JAX raised at the op that made the NaN
         print(f"jaxrl-fdg: stopped: non-finite value: {describe_nan(e)}", file=sys.stderr)

@@ -17,6 +17,11 @@ class GraphError(ConfigError):
     before anything is traced; the message names the fragments and edges involved."""
 
 
+class OutOfMemory(RuntimeError):
+    """A device ran out of memory while a run trained; the message names the settings to
+    reduce. (Where it can be predicted, before the run trains, it is a :class:`ConfigError`.)"""
+
+
 def warn(message: str) -> None:
     """One line on stderr, ``jaxrl-fdg: warning: <message>``: something the user should know
     that does not stop the command."""

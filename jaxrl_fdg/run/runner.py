@@ -30,10 +30,11 @@ from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.errors import ConfigError, warn
+from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.profiling import Timings, summarize
-from jaxrl_fdg.run import autotune, loggers, versions
+from jaxrl_fdg.profiling.timers import block_until_ready
+from jaxrl_fdg.run import autotune, loggers, memory, versions
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
@@ -219,8 +220,13 @@ def _run(resolved, loop, plan, folder, print_summary, resume, signals, chosen) -
     except KeyboardInterrupt as e:  # a second stop signal: at once, from where it landed
         session.signal = signal_of(e)
         raise
-    except Exception:  # a full disk, a lost permission, anything else: the run failed
+    except Exception as e:  # a full disk, a lost permission, anything else: the run failed
         session.status = "failed"
+        if memory.is_out_of_memory(e):
+            raise OutOfMemory(
+                f"out of memory at iteration {session.iterations} ({memory.first_line(e)}); "
+                + memory.advice(resolved, state)
+            ) from None
         raise
     finally:
         try:
@@ -329,10 +335,12 @@ def _start(resolved, plan, extra, checkpointer, folder, resume):
     the rest compile for its result, or for the restored checkpoint."""
     key = resolved.placement.initial_key(resolved)
     from_shapes = resolved.placement.compiles_from_shapes(resolved)
-    with _sweep_errors(resolved):
-        state = plan.start(key, extra) if from_shapes else plan.init(key)
-    if resume is None and from_shapes:
-        return state, []
+    with _sweep_errors(resolved), _memory_errors(resolved):
+        if from_shapes:  # checked for memory before init makes its state
+            state = plan.start(key, extra, lambda p: memory.check_programs(resolved, p))
+        else:
+            state = plan.init(key)
+        block_until_ready(state)  # a state too large for memory fails here, not in a chunk
     rows: list[dict[str, Any]] = []
     if resume is not None and not checkpointer.steps():
         # Stopped before its first checkpoint (killed while compiling, say): nothing to
@@ -349,9 +357,25 @@ def _start(resolved, plan, extra, checkpointer, folder, resume):
         rows = folder.truncate_metrics(iterations_done(state))
         versions.record(folder, iterations_done(state), checkpointer.versions)
     if not from_shapes:
-        with _sweep_errors(resolved):
+        with _sweep_errors(resolved), _memory_errors(resolved):
             plan.compile(state, extra)
+        memory.check_programs(resolved, plan.compiled_so_far, state)
     return state, rows
+
+
+@contextlib.contextmanager
+def _memory_errors(resolved: Resolved):
+    """Memory a run's start runs out of (its state, a compile) is a size this machine cannot
+    hold: said in one line with the settings to reduce, as a prediction would."""
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as e:
+        if not memory.is_out_of_memory(e):
+            raise
+        raise ConfigError(
+            f"out of memory while the run starts ({memory.first_line(e)}); "
+            + memory.advice(resolved)
+        ) from None
 
 
 @contextlib.contextmanager

@@ -1,0 +1,130 @@
+"""Memory: whether a run's compiled programs fit, before its first chunk runs, and one line that
+names the settings to reduce when they do not (or when a device runs out anyway).
+
+The prediction reads XLA's memory analysis of each compiled program: the bytes its outputs and
+temporaries need beyond its arguments (the loop state, in memory already once ``init`` has run).
+It is compared with what the device has free: on an accelerator, its allocator's limit less what
+is in use; on the CPU, the kernel's ``MemAvailable``. Where neither is known, nothing is
+predicted. A run whose state alone does not fit fails while ``init`` runs, which is reported the
+same way. The CPU cannot always say so: with the kernel's overcommit, memory that runs out while
+a program runs is the kernel's out-of-memory killer's to end (``SIGKILL``), which no process can
+report; the prediction is the defence there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from jaxrl_fdg.config import Resolved
+from jaxrl_fdg.core.types import LoopState
+from jaxrl_fdg.errors import ConfigError
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    return isinstance(error, jax.errors.JaxRuntimeError) and "RESOURCE_EXHAUSTED" in str(error)
+
+
+def free_bytes(device: Any) -> int | None:
+    """Bytes ``device`` can still allocate, or ``None`` where it does not say."""
+    if device.platform == "cpu":
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # a backend without allocator statistics
+        return None
+    if "bytes_limit" not in stats:
+        return None
+    return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+
+
+def needed_bytes(compiled: Any) -> int | None:
+    """What one call of ``compiled`` allocates beyond its arguments (outputs and temporaries),
+    per device, from XLA's memory analysis; ``None`` where XLA gives none."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # not every backend analyses every program
+        return None
+    if stats is None:
+        return None
+    out = stats.output_size_in_bytes - stats.alias_size_in_bytes
+    return max(0, out) + stats.temp_size_in_bytes
+
+
+def check_programs(
+    resolved: Resolved, programs: dict[str, Any], state: LoopState | None = None
+) -> None:
+    """Raise :class:`ConfigError` (naming the settings to reduce) where the run's compiled
+    programs need more memory than the device has free. ``state``: the loop state, if it is in
+    memory already; else ``programs`` holds ``init``, whose outputs are the state to come."""
+    device = jax.devices()[0]
+    free = free_bytes(device)
+    if free is None:
+        return
+    if state is None:
+        if "init" not in programs:
+            return
+        state = programs["init"].out_info  # the shapes of the state init will make
+        coming = _bytes(state)
+    else:
+        coming = 0
+    needs = {name: needed_bytes(c) for name, c in programs.items() if name != "init"}
+    needs = {name: n for name, n in needs.items() if n is not None}
+    if not needs:
+        return
+    name = max(needs, key=needs.get)
+    if coming + needs[name] > free:
+        where = "this machine" if device.platform == "cpu" else device.device_kind
+        state_text = f"its state {_size(_bytes(state))} and " if coming else ""
+        raise ConfigError(
+            f"the run does not fit in memory: {state_text}its program {name!r} "
+            f"{_size(needs[name])} more, and {where} has {_size(free)} free; "
+            + advice(resolved, state)
+        )
+
+
+def advice(resolved: Resolved, state: Any = None) -> str:
+    """``reduce num_envs (…), …``: the settings a run's memory grows with, the one that weighs
+    most first (a replay buffer's size, where the replay holds most of the state)."""
+    config, hparams = resolved.config, resolved.hparams
+    settings = [("num_envs", config.num_envs), ("rollout_len", config.rollout_len)]
+    if config.num_seeds > 1:
+        settings.append(("num_seeds", config.num_seeds))
+    if len(resolved.lanes) > config.num_seeds:
+        settings.append(("the sweep's points", len(resolved.lanes) // config.num_seeds))
+    buffer = getattr(hparams, "buffer_size", None)
+    if buffer is not None:
+        replay = state is not None and _largest_fragment(state) == "replay"
+        settings.insert(0 if replay else len(settings), ("buffer_size", buffer))
+    named = [f"{name} ({value:,})" for name, value in settings]
+    return f"reduce {', '.join(named[:-1])} or {named[-1]}" if len(named) > 1 else named[0]
+
+
+def _largest_fragment(state: Any) -> str:
+    sizes = {name: _bytes(s) for name, s in state.fragments.items()}
+    return max(sizes, key=sizes.get) if sizes else ""
+
+
+def _bytes(tree: Any) -> int:
+    return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree) if hasattr(x, "dtype"))
+
+
+def first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else type(error).__name__
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
