@@ -16,8 +16,15 @@ What the host reads back (the iteration counter and the metrics, reduced over sh
 whole on every device, so every process logs the same values without a collective of its own.
 Process 0 alone writes the run folder (config, metrics, summary) and shows progress: the
 processes compute one run, so one folder describes it, in the place the user named. Checkpoints
-are not written across processes (yet): each process holds only its own shards, and saving them
-needs every process to write into one shared folder.
+are every process's: each writes the shards on its own devices into the folder's
+``checkpoints/`` (orbax's multi-process saving, process 0 its metadata and the rename that puts
+it in place), which must be one folder for all of them (a shared filesystem across machines), and
+every process restores its own shards on ``--resume``. Process 0 tells the others where its run
+folder is (:func:`share_path`). The processes agree at each host boundary on whether to stop and
+how many iterations to dispatch next (:func:`agree`), so a stop signal to any of them stops all
+at the same iteration. A process that dies takes the others down within
+:data:`HEARTBEAT_TIMEOUT_S` (JAX's coordination service aborts them): the folder is then as a
+``kill -9`` leaves it, and resumes.
 """
 
 from __future__ import annotations
@@ -32,6 +39,9 @@ from jaxrl_fdg.errors import ConfigError
 
 # Seconds a process waits for the others to connect before giving up.
 CONNECT_TIMEOUT_S = 300
+# Seconds without a heartbeat after which a process counts as dead and the others are stopped
+# (JAX's default, 100 s, kept a run that had lost a process waiting that long).
+HEARTBEAT_TIMEOUT_S = 15
 
 
 def initialize(
@@ -56,6 +66,7 @@ def initialize(
         num_processes=num_processes,
         process_id=process_id,
         initialization_timeout=timeout_s,
+        heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S,
     )
 
 
@@ -101,11 +112,6 @@ def check_processes(config: Any) -> None:
             f"num_processes = {n} needs placement 'data_parallel' with dp_backend 'shard_map' "
             f"(got placement {config.placement!r}, dp_backend {config.dp_backend!r})"
         )
-    if config.checkpoint_every:
-        raise ConfigError(
-            f"checkpoint_every = {config.checkpoint_every}: runs across processes write no "
-            "checkpoints (valid: 0)"
-        )
 
 
 def check_mesh(config: Any) -> None:
@@ -128,6 +134,58 @@ def check_mesh(config: Any) -> None:
 def is_primary() -> bool:
     """Whether this process reports the run and writes its folder (process 0)."""
     return jax.process_index() == 0
+
+
+# Bytes of a path sent from process 0 to the others (PATH_MAX on Linux).
+_PATH_BYTES = 4096
+
+
+def share_path(path: str | None, failed: bool = False) -> str | None:
+    """Process 0's ``path`` (its run folder, or ``None``), in every process: a collective, which
+    every process calls at the same point. ``failed``: process 0 could not make its folder;
+    the others then raise, naming that, instead of waiting for it."""
+    if jax.process_count() == 1:
+        return path
+    from jax.experimental import multihost_utils
+
+    text = "\x01" if failed else "" if path is None else path
+    raw = text.encode()[:_PATH_BYTES].ljust(_PATH_BYTES, b"\0")
+    sent = multihost_utils.broadcast_one_to_all(np.frombuffer(raw, np.uint8))
+    shared = np.asarray(sent, np.uint8).tobytes().rstrip(b"\0").decode()
+    if shared == "\x01":
+        raise ConfigError("process 0 could not make the run folder (its error says why)")
+    return shared or None
+
+
+def agree(size: int, signum: int) -> tuple[int, int]:
+    """What every process does next: the fewest iterations any proposes to dispatch, and the
+    stop signal any was sent (0: none). A collective at each host boundary of a run across
+    processes (their programs are collectives too, so they must dispatch the same ones)."""
+    if jax.process_count() == 1:
+        return size, signum
+    from jax.experimental import multihost_utils
+
+    proposals = np.asarray(multihost_utils.process_allgather(np.array([size, signum])))
+    proposals = proposals.reshape(-1, 2)
+    return int(proposals[:, 0].min()), int(proposals[:, 1].max())
+
+
+def every_process(values: np.ndarray) -> np.ndarray:
+    """``values`` of every process, stacked: ``[processes, ...]``; a collective."""
+    if jax.process_count() == 1:
+        return np.asarray(values)[None]
+    from jax.experimental import multihost_utils
+
+    gathered = np.asarray(multihost_utils.process_allgather(np.asarray(values)))
+    return gathered.reshape(jax.process_count(), *np.shape(values))
+
+
+def barrier(name: str) -> None:
+    """Wait until every process reaches the barrier ``name`` (nothing with one process)."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
 
 
 def host_values(tree: Any) -> Any:

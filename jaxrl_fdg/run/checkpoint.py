@@ -52,7 +52,15 @@ class Checkpointer:
     :meth:`stored_config` and :meth:`stored_versions` read them back.
     """
 
-    def __init__(self, directory: Path, keep: int = 3, config: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        keep: int = 3,
+        config: Mapping[str, Any] | None = None,
+        primary: bool = True,
+    ):
+        """``primary``: this process writes what is one per checkpoint (the manifest) and
+        deletes; in a run across processes every process saves and restores its own shards."""
         import orbax.checkpoint as ocp  # imported when a run writes or reads checkpoints
 
         self._ocp = ocp
@@ -63,6 +71,7 @@ class Checkpointer:
                 "(the run keeps its checkpoints there)"
             )
         self.config = dict(config) if config is not None else None
+        self.primary = primary
         self.versions = versions.current()
         self.skipped: list[tuple[int, str]] = []  # what the last restore passed over, and why
         self._failed = False
@@ -92,7 +101,8 @@ class Checkpointer:
             for tmp in self.directory.glob(f"{iteration}.orbax-checkpoint-tmp*"):
                 shutil.rmtree(tmp, ignore_errors=True)
             raise _write_error(e, f"cannot write the checkpoint at iteration {iteration}") from None
-        _write_manifest(self.directory / str(iteration))
+        if self.primary:
+            _write_manifest(self.directory / str(iteration))
         return iteration
 
     def latest(self) -> int | None:
@@ -182,9 +192,13 @@ class Checkpointer:
     def discard_skipped(self) -> None:
         """Delete the checkpoints the last restore skipped, so that the run saves those
         iterations afresh and ``keep`` counts intact checkpoints only."""
-        for step, _ in self.skipped:
-            shutil.rmtree(self.directory / str(step), ignore_errors=True)
+        from jaxrl_fdg.policies import distributed
+
+        if self.primary:
+            for step, _ in self.skipped:
+                shutil.rmtree(self.directory / str(step), ignore_errors=True)
         if self.skipped:
+            distributed.barrier("jaxrl_fdg: skipped checkpoints deleted")
             self._manager.reload()
 
     def close(self) -> None:
@@ -331,7 +345,9 @@ def find_non_finite(state: LoopState) -> str | None:
         if not floats:
             continue
         leaves = [x for _, x in floats]
-        if all(_in_host_memory(x) for x in leaves):
+        if not all(getattr(x, "is_fully_addressable", True) for x in leaves):
+            finite = _finite_across_processes(leaves)
+        elif all(_in_host_memory(x) for x in leaves):
             finite = [bool(np.isfinite(np.asarray(x)).all()) for x in leaves]
         else:
             finite = np.asarray(_all_finite(leaves))
@@ -339,6 +355,18 @@ def find_non_finite(state: LoopState) -> str | None:
             if not ok:
                 return f"{name}{jax.tree_util.keystr(path)}"
     return None
+
+
+def _finite_across_processes(leaves: list[jax.Array]) -> np.ndarray:
+    """``[len(leaves)]`` bools for arrays that span processes: each process looks at its own
+    shards, and every process gets the answer for all of them (a collective, so that all of
+    them save the checkpoint or all refuse it)."""
+    from jaxrl_fdg.policies import distributed
+
+    local = np.array(
+        [all(np.isfinite(np.asarray(s.data)).all() for s in x.addressable_shards) for x in leaves]
+    )
+    return distributed.every_process(local).all(axis=0)
 
 
 def _in_host_memory(x: Any) -> bool:

@@ -109,6 +109,9 @@ def train(
     before training starts (while compiling, say) stops at once too; either way the summary says
     ``interrupted`` (:mod:`jaxrl_fdg.run.signals`).
     """
+    unresolved = config.config if isinstance(config, Resolved) else config
+    if unresolved.num_processes > 1:  # connect the processes before JAX starts its backends
+        distributed.initialize_for(unresolved)  # (and before the handlers: it installs its own)
     with Signals() as signals:
         return _resolve_and_train(config, spec, print_summary, resume, signals)
 
@@ -116,10 +119,6 @@ def train(
 def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) -> RunResult:
     given = config
     config = config.config if isinstance(config, Resolved) else config
-    if config.num_processes > 1:  # connect the processes before JAX starts its backends
-        if resume is not None:
-            raise ConfigError("runs across processes write no checkpoints to resume from")
-        distributed.initialize_for(config)
     if config.compile_cache:  # before anything compiles; a cache configured otherwise is kept
         from jaxrl_fdg.run import compile_cache
 
@@ -173,15 +172,34 @@ def _train(
     plan = resolved.placement.plan(
         config.fusion, loop, Timings(config.profile), config.boundary_every
     )
-    folder = _folder(resolved, resume)
+    folder, path = _folder_of_every_process(resolved, resume)
     try:  # the folder stays locked until the run is over, however it ends
-        return _run(resolved, loop, plan, folder, print_summary, resume, signals, chosen)
+        return _run(resolved, loop, plan, folder, path, print_summary, resume, signals, chosen)
     finally:
         if folder is not None:
             folder.release()
 
 
-def _run(resolved, loop, plan, folder, print_summary, resume, signals, chosen) -> RunResult:
+def _folder_of_every_process(resolved: Resolved, resume) -> tuple[RunFolder | None, Path | None]:
+    """This process's run folder (process 0's alone, in a run across processes) and the path
+    of the run's folder, which every process knows: each writes its shards of the checkpoints
+    there. Process 0 makes (or opens) the folder and tells the others where it is."""
+    if resolved.config.num_processes == 1:
+        folder = _folder(resolved, resume)
+        return folder, folder and folder.path
+    if not distributed.is_primary():
+        path = distributed.share_path(None)
+        return None, Path(path) if path else None
+    try:
+        folder = _folder(resolved, resume)
+    except BaseException:
+        distributed.share_path(None, failed=True)
+        raise
+    distributed.share_path(str(folder.path) if folder else None)
+    return folder, folder and folder.path
+
+
+def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, chosen) -> RunResult:
     config = resolved.config
     extra, evaluate = {}, None
     if config.eval_every:  # compiled with the plan's programs, called behind its chunks
@@ -193,7 +211,7 @@ def _run(resolved, loop, plan, folder, print_summary, resume, signals, chosen) -
 
     checkpointer, lane_folders, rows = None, [], []
     try:
-        checkpointer = _checkpointer(resolved, folder, resume)  # a resume's config is checked
+        checkpointer = _checkpointer(resolved, path, resume)  # a resume's config is checked
         state, rows = _start(resolved, plan, extra, checkpointer, folder, resume)
         lane_folders = _lane_folders(folder, resolved, resume, iterations_done(state))
         loggers.attach(config, folder, lane_folders)
@@ -206,8 +224,9 @@ def _run(resolved, loop, plan, folder, print_summary, resume, signals, chosen) -
         _stopped_before_training(resolved, plan, folder, resume, rows, error, signals)
         raise
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
+    agree = distributed.agree if config.num_processes > 1 else None
     session = Session(
-        config, label, plan, folder, checkpointer, rows, evaluate, lane_folders, signals
+        config, label, plan, folder, checkpointer, rows, evaluate, lane_folders, signals, agree
     )
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
@@ -272,16 +291,19 @@ def _readable_rows(folder: RunFolder) -> list[dict[str, Any]]:
         return []
 
 
-def _checkpointer(resolved: Resolved, folder: RunFolder | None, resume) -> Checkpointer | None:
-    """The run's checkpointer, which stores the resolved config with every checkpoint; for a
-    resume, that config must match this run's (checked before anything compiles)."""
+def _checkpointer(resolved: Resolved, path: Path | None, resume) -> Checkpointer | None:
+    """The run's checkpointer (every process's, in a run across processes), which stores the
+    resolved config with every checkpoint; for a resume, that config must match this run's
+    (checked before anything compiles)."""
     config = resolved.config
-    if folder is None or resolved.env.on_host or config.num_processes > 1:
+    if path is None or resolved.env.on_host:
         return None
-    checkpointer = Checkpointer(folder.path / CHECKPOINTS, config.keep, to_mapping(resolved))
+    checkpointer = Checkpointer(
+        path / CHECKPOINTS, config.keep, to_mapping(resolved), primary=distributed.is_primary()
+    )
     if resume is not None:
         try:
-            _check_same_run(folder, checkpointer, resolved)
+            _check_same_run(path, checkpointer, resolved)
         except BaseException:
             checkpointer.close()
             raise
@@ -345,15 +367,14 @@ def _start(resolved, plan, extra, checkpointer, folder, resume):
     if resume is not None and not checkpointer.steps():
         # Stopped before its first checkpoint (killed while compiling, say): nothing to
         # restore, so the run starts again; its rows, if any, are logged again.
-        print(
-            f"jaxrl-fdg: warning: {str(folder.path)!r} has no checkpoint yet; "
-            "the run starts again from iteration 0",
-            file=sys.stderr,
+        warn(
+            f"{str(checkpointer.directory.parent)!r} has no checkpoint yet; the run starts again "
+            "from iteration 0"
         )
     elif resume is not None:
         state = checkpointer.restore(state)
         checkpointer.discard_skipped()  # this run writes those iterations again
-    if resume is not None:
+    if resume is not None and folder is not None:  # process 0's, in a run across processes
         rows = folder.truncate_metrics(iterations_done(state))
         versions.record(folder, iterations_done(state), checkpointer.versions)
     if not from_shapes:
@@ -433,7 +454,7 @@ def _lane_folders(
     return folders
 
 
-def _check_same_run(folder: RunFolder, checkpointer: Checkpointer, resolved: Resolved) -> None:
+def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) -> None:
     """A run resumes only with the configuration its checkpoints were written with (settings
     that change nothing it computes aside, ``config.NOT_COMPUTED``): editing ``config.toml``
     or giving a flag that changes the run is refused, naming each changed key."""
@@ -447,14 +468,14 @@ def _check_same_run(folder: RunFolder, checkpointer: Checkpointer, resolved: Res
                 written = checkpointer.stored_versions(step)
                 break
     if saved is None:  # no checkpoint yet, or one written before configs were stored
-        saved = load(folder.path / "config.toml")
+        saved = load(path / "config.toml")
     if written is None:  # then the versions its folder last ran under, if it says
-        stretches = versions.read(folder.path)
+        stretches = versions.read(path)
         written = stretches[-1]["versions"] if stretches else None
     changed_versions = versions.differences(written or {}, checkpointer.versions)
     if changed_versions:
         warn(
-            f"resuming {str(folder.path)!r} under other versions than {source}'s "
+            f"resuming {str(path)!r} under other versions than {source}'s "
             f"({', '.join(changed_versions)}): the same bits are promised for the same versions "
             "only"
         )
@@ -462,8 +483,7 @@ def _check_same_run(folder: RunFolder, checkpointer: Checkpointer, resolved: Res
     if changed:
         details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in changed)
         raise ConfigError(
-            f"cannot resume {str(folder.path)!r} with a configuration other than {source}'s "
-            f"({details})"
+            f"cannot resume {str(path)!r} with a configuration other than {source}'s ({details})"
         )
 
 

@@ -45,6 +45,7 @@ class Session:
         evaluate: Callable[[LoopState, int], Any] | None = None,
         seed_folders: list[RunFolder] | None = None,
         signals: Signals | None = None,
+        agree: Callable[[int, int], tuple[int, int]] | None = None,
     ):
         self.config, self.plan, self.folder = config, plan, folder
         self.checkpointer = checkpointer
@@ -67,6 +68,9 @@ class Session:
         self.signal: int | None = None  # the stop signal that ended the run, if one did
         self.signals = signals or Signals()  # not entered: no handler, only its sections
         self.pace = Pace(STOP_WITHIN_S)
+        # The processes of a run across processes dispatch the same pieces and stop together
+        # (``policies.distributed.agree``); one process agrees with itself.
+        self.agree = agree or (lambda size, signum: (size, signum))
         self._collected = 0.0  # when the last piece was read back
         self._pieces: list[dict[str, np.ndarray]] = []  # the metrics of a row not yet written
         self.start = self.last = time.perf_counter()
@@ -95,8 +99,6 @@ class Session:
         # host reads metrics and logs: piece k+1 is dispatched before piece k is collected.
         in_flight: collections.deque[_Piece] = collections.deque()
         for i, n in enumerate(chunks):
-            if self.stop_requested:
-                break
             if i == traced:  # the profiler window holds this chunk alone
                 while in_flight:
                     self.record(in_flight.popleft())
@@ -104,11 +106,14 @@ class Session:
                 end += n
                 continue
             done = 0
-            while done < n and not self.stop_requested:
+            while done < n:
                 if self.pace.per_iteration is None:  # measure one piece before sizing the next
                     while in_flight:
                         self.record(in_flight.popleft())
-                k = self.pace.size(n - done)
+                k, signum = self.agree(self.pace.size(n - done), self.signal or 0)
+                if signum:  # a stop request, here or in another process of the run
+                    self.stop_requested, self.signal = True, self.signal or signum
+                    break
                 dispatched = time.perf_counter()
                 state, pending = plan.advance(state, k)
                 done += k
@@ -124,7 +129,8 @@ class Session:
                     self.record(in_flight.popleft())
             end += done
             if done < n:  # stopped between two pieces: the last one dispatched ends its row
-                in_flight[-1] = in_flight[-1]._replace(ends_row=True)
+                if done:
+                    in_flight[-1] = in_flight[-1]._replace(ends_row=True)
                 break
             if every and end // every > saved // every:
                 while in_flight:  # metrics up to the saved state are checked before it is saved

@@ -152,14 +152,20 @@ def test_two_processes_equal_one_process_with_as_many_shards(two_processes):
     assert reports[0]["metrics"] == reports[1]["metrics"]
 
 
-def test_process_zero_alone_writes_the_run_folder(two_processes):
+def test_process_zero_alone_writes_the_run_folder_and_every_process_its_shards(two_processes):
     reports, _, out = two_processes
     assert reports[1]["run_dir"] is None
     folders = list(out.iterdir())
     assert [str(f) for f in folders] == [reports[0]["run_dir"]]
     written = {p.name for p in folders[0].iterdir()}
-    assert {"config.toml", "metrics.jsonl", "summary.json"} <= written
-    assert "checkpoints" not in written
+    assert {"config.toml", "metrics.jsonl", "summary.json", "checkpoints"} <= written
+    # The checkpoint at the end: each process wrote the shards on its own devices into it.
+    last = folders[0] / "checkpoints" / "3"
+    assert (last / "jaxrl_fdg_manifest.json").is_file()
+    assert {p.name for p in (last / "default").glob("ocdbt.process_*")} == {
+        "ocdbt.process_0",
+        "ocdbt.process_1",
+    }
     rows = (folders[0] / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == _CONFIG["total_steps"] // (_CONFIG["num_envs"] * _CONFIG["rollout_len"])
 
@@ -177,8 +183,6 @@ def test_bad_process_fields_are_rejected_before_compiling():
         rl.resolve(across.replace(coordinator="localhost"))
     with pytest.raises(rl.ConfigError, match="needs placement 'data_parallel' with dp_backend"):
         rl.resolve(across.replace(dp_backend="pmap"))
-    with pytest.raises(rl.ConfigError, match="runs across processes write no checkpoints"):
-        rl.resolve(across.replace(checkpoint_every=1000))
     with pytest.raises(rl.ConfigError, match=r"num_processes = 2 but JAX runs 1 process"):
         rl.resolve(across)  # this process never joined a second one
     rl.resolve(base.replace(coordinator="127.0.0.1:12355"))  # unused with one process
