@@ -19,6 +19,7 @@ from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.profiling import Timings
+from jaxrl_fdg.run import memory
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer
@@ -65,10 +66,11 @@ def evaluation_function(
 
 def evaluation_program(
     resolved: Resolved, loop: LoopLike, state: LoopState, timings: Timings
-) -> Callable[[LoopState, int], Any]:
+) -> tuple[Callable[[LoopState, int], Any], Any]:
     """``(state, iteration) -> evaluation metrics`` (on the device): :func:`evaluation_function`
     compiled ahead of time for the shapes of ``state`` (shapes alone, so that a restored state,
-    whose arrays orbax commits to their device, gives the program a training run compiled)."""
+    whose arrays orbax commits to their device, gives the program a training run compiled), and
+    the compiled program itself."""
     run, keys = evaluation_function(resolved, loop)
     shapes = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=jax.typeof(x).weak_type),
@@ -81,7 +83,7 @@ def evaluation_program(
         with timings.scope("evaluate"):
             return program(state.fragments, keys(iteration))
 
-    return evaluate
+    return evaluate, program
 
 
 def evaluate(
@@ -126,9 +128,16 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec) -> dict[str, Any]:
         state = checkpointer.restore(like, iteration)
     finally:
         checkpointer.close()
-    program = evaluation_program(resolved, loop, state, Timings("off"))
+    program, compiled = evaluation_program(resolved, loop, state, Timings("off"))
+    reduce = f"reduce --episodes ({config.eval_episodes:,})"
+    memory.check_programs(resolved, {"evaluate": compiled}, state, reduce, "the evaluation")
     done = iterations_done(state)
-    values = jax.device_get(program(state, done))
+    try:
+        values = jax.device_get(program(state, done))
+    except jax.errors.JaxRuntimeError as e:
+        if not memory.is_out_of_memory(e):
+            raise
+        raise ConfigError(f"out of memory ({memory.first_line(e)}); {reduce}") from None
     result = {
         "run": str(folder.path),
         "iteration": done,

@@ -60,11 +60,16 @@ def needed_bytes(compiled: Any) -> int | None:
 
 
 def check_programs(
-    resolved: Resolved, programs: dict[str, Any], state: LoopState | None = None
+    resolved: Resolved,
+    programs: dict[str, Any],
+    state: LoopState | None = None,
+    reduce: str | None = None,
+    what: str = "the run",
 ) -> None:
     """Raise :class:`ConfigError` (naming the settings to reduce) where the run's compiled
     programs need more memory than the device has free. ``state``: the loop state, if it is in
-    memory already; else ``programs`` holds ``init``, whose outputs are the state to come."""
+    memory already; else ``programs`` holds ``init``, whose outputs are the state to come.
+    ``reduce``: what to say to reduce (default: :func:`advice`); ``what``: what does not fit."""
     device = jax.devices()[0]
     free = free_bytes(device)
     if free is None:
@@ -85,9 +90,9 @@ def check_programs(
         where = "this machine" if device.platform == "cpu" else device.device_kind
         state_text = f"its state {_size(_bytes(state))} and " if coming else ""
         raise ConfigError(
-            f"the run does not fit in memory: {state_text}its program {name!r} "
+            f"{what} does not fit in memory: {state_text}its program {name!r} "
             f"{_size(needs[name])} more, and {where} has {_size(free)} free; "
-            + advice(resolved, state)
+            + (reduce or advice(resolved, state))
         )
 
 
@@ -100,6 +105,8 @@ def advice(resolved: Resolved, state: Any = None) -> str:
         settings.append(("num_seeds", config.num_seeds))
     if len(resolved.lanes) > config.num_seeds:
         settings.append(("the sweep's points", len(resolved.lanes) // config.num_seeds))
+    if config.eval_every:
+        settings.append(("eval_episodes", config.eval_episodes))
     buffer = getattr(hparams, "buffer_size", None)
     if buffer is not None:
         replay = state is not None and _largest_fragment(state) == "replay"
