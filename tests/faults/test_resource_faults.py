@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jax
 import pytest
-from faultkit import DQN, DQN_FLAGS, assert_same_state, one_line_error, rows
+from faultkit import DQN, DQN_FLAGS, assert_same_state, copy_run, one_line_error, rows
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.cli import main
@@ -95,3 +95,12 @@ def test_a_real_allocation_that_fails_while_training_is_one_line(tmp_path, capsy
     assert err.endswith("reduce num_envs (10,000,000) or rollout_len (128)")
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert (summary["status"], summary["iterations"]) == ("failed", 0)
+
+
+def test_evaluate_with_more_episodes_than_memory_holds_is_one_line(reference, tmp_path, capsys):
+    run = copy_run(reference[0], tmp_path / "r")
+    assert main(["evaluate", str(run), "--episodes", "100000000"]) == 2
+    err = one_line_error(capsys)
+    assert "the evaluation does not fit in memory" in err
+    assert err.endswith("reduce --episodes (100,000,000)")
+    assert not (run / "evaluation.json").exists()
