@@ -23,7 +23,7 @@ from typing import Any
 from jaxrl_fdg import compare, envs, plots, plugins, policies
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.core import algorithm as algorithms
-from jaxrl_fdg.errors import ConfigError, OutOfMemory
+from jaxrl_fdg.errors import ConfigError, OutOfMemory, one_line
 from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS, programs
 from jaxrl_fdg.run import build_loop, evaluate, signals, train
 from jaxrl_fdg.run.checkpoint import NonFiniteError, describe_nan
@@ -56,20 +56,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         with signals.Signals():  # SIGTERM and SIGHUP end a command as Ctrl-C does, at once
             return _dispatch(argv)
     except ConfigError as e:
-        print(f"jaxrl-fdg: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return 2
     except NonFiniteError as e:
-        print(f"jaxrl-fdg: stopped: {e}", file=sys.stderr)
+        _say(f"stopped: {e}")
         return 1
     except OutOfMemory as e:  # while training; the folder says failed and resumes
-        print(f"jaxrl-fdg: error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return 1
     except FloatingPointError as e:  # --debug-nans: JAX raised at the op that made the NaN
-        print(f"jaxrl-fdg: stopped: non-finite value: {describe_nan(e)}", file=sys.stderr)
+        _say(f"stopped: non-finite value: {describe_nan(e)}")
         return 1
     except OSError as e:  # a full disk, a permission lost while the run writes its folder
         where = f": {e.filename}" if e.filename else ""
-        print(f"jaxrl-fdg: error: {e.strerror or e}{where}", file=sys.stderr)
+        _say(f"error: {e.strerror or e}{where}")
         return 1
     except KeyboardInterrupt as e:  # a stop signal where the command could not stop cleanly
         signum = signals.signal_of(e)
@@ -79,6 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.flush()
             os._exit(signals.exit_code(signum))
         return signals.exit_code(signum)
+
+
+def _say(message: str) -> None:
+    """``jaxrl-fdg: <message>`` on stderr as one line: characters that are not printable (a
+    line or record separator in a name read from a file) are written as escapes."""
+    print(f"jaxrl-fdg: {one_line(message)}", file=sys.stderr)
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -25,4 +25,10 @@ class OutOfMemory(RuntimeError):
 def warn(message: str) -> None:
     """One line on stderr, ``jaxrl-fdg: warning: <message>``: something the user should know
     that does not stop the command."""
-    print(f"jaxrl-fdg: warning: {message}", file=sys.stderr, flush=True)
+    print(f"jaxrl-fdg: warning: {one_line(message)}", file=sys.stderr, flush=True)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: characters that are not printable (a newline, a record
+    separator in a name read from a file) written as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
