@@ -219,8 +219,10 @@ def check_column(runs: Sequence[Run], name: str, what: str = "metric") -> None:
 
 
 def numeric_columns(runs: Sequence[Run]) -> list[str]:
-    """Columns every run has whose values are all numbers or empty, in the first run's order."""
-    common = [key for key in runs[0].rows[0] if all(key in run.rows[0] for run in runs)]
+    """Columns every run has (in some row: a row without one is empty there) whose values are
+    all numbers or empty, in the order they first appear."""
+    keys = [list(dict.fromkeys(k for row in run.rows for k in row)) for run in runs]
+    common = [key for key in keys[0] if all(key in other for other in keys[1:])]
     return [
         key
         for key in common
