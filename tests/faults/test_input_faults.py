@@ -122,3 +122,10 @@ def test_two_runs_of_one_seed_count_as_one(tmp_path, capsys):
     (group,) = plots.group_runs(plots.find_runs([runs]))
     assert sorted(run.path.name for run in group.runs) == ["b", "c"]
     assert "are one experiment with seed 0: counted once, as" in capsys.readouterr().err
+
+
+def test_a_column_named_with_a_line_separator_is_said_in_one_line(tmp_path, capsys):
+    # Found by fuzzing: str.splitlines() (and a terminal) break a line at U+001E.
+    run = _run_folder(tmp_path / "r", [*_rows(1.0), {"step": 32, "\x1e": 1.0}])
+    assert main(["plot", str(run), "--metric", "nope", "--out", str(tmp_path / "o.png")]) == 2
+    assert "unknown metric 'nope' (valid: step, episode_return, \\x1e)" in one_line_error(capsys)
