@@ -129,8 +129,10 @@ class Session:
                     self.record(in_flight.popleft())
             end += done
             if done < n:  # stopped between two pieces: the last one dispatched ends its row
-                if done:
+                if in_flight:
                     in_flight[-1] = in_flight[-1]._replace(ends_row=True)
+                elif self._pieces:  # read back already: its row is written now
+                    self._write_row(time.perf_counter(), None)
                 break
             if every and end // every > saved // every:
                 while in_flight:  # metrics up to the saved state are checked before it is saved
@@ -195,8 +197,12 @@ class Session:
             self.history.append(metrics)
             self.iterations += metric_rows.length(metrics)
             self._pieces.append(metrics)
-            if not piece.ends_row:
-                return
+        if piece.ends_row:
+            self._write_row(now, evaluation)
+
+    def _write_row(self, now: float, evaluation: dict | None) -> None:
+        """The row of the pieces read back since the last one (and the evaluation behind them)."""
+        with self.timings.scope("log"):
             metrics, self._pieces = metric_rows.concat(self._pieces), []
             wall = self.elapsed_before + now - self.start
             row = metric_rows.row(metrics, self.iterations, self.config, wall, now - self.last)
