@@ -78,6 +78,19 @@ def test_a_signal_while_compiling_leaves_a_folder_that_says_interrupted(
     _resume_equals_reference(run, reference)  # from iteration 0: nothing was checkpointed
 
 
+def test_a_signal_in_the_first_piece_stops_after_it_with_its_row_and_checkpoint(
+    reference, tmp_path, monkeypatch, capsys
+):
+    # Found by the soak: the first piece, read back before the next is sized, had no row to end.
+    with monkeypatch.context() as patch:
+        _send_on_call(patch, fusion.Plan, "advance", signal.SIGINT)
+        assert main(["train", *DQN_FLAGS, "--out", str(tmp_path), "--run-name", "r"]) == 130
+    run = tmp_path / "r"
+    assert [r["iteration"] for r in rows(run)] == [_summary(run)["iterations"]] == [1]
+    assert final_checkpoint(run, reference[1]).iteration == 1
+    _resume_equals_reference(run, reference)
+
+
 def test_a_signal_in_a_long_chunk_stops_within_seconds_and_resumes_bit_for_bit(
     tmp_path, monkeypatch, capsys
 ):
