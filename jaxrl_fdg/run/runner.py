@@ -119,13 +119,15 @@ def train(
 def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) -> RunResult:
     given = config
     config = config.config if isinstance(config, Resolved) else config
+    # Only a budget the user gave is worth a word; an algorithm's default rounds down quietly.
+    budget_given = not isinstance(given, Resolved) and config.total_steps is not None
     if config.compile_cache:  # before anything compiles; a cache configured otherwise is kept
         from jaxrl_fdg.run import compile_cache
 
         compile_cache.enable()
     resolved = resolve(given, spec)  # every ConfigError is raised here, before compiling
     config = resolved.config
-    if resume is None:
+    if resume is None and budget_given:
         _warn_of_steps_left_out(config)
     chosen = None
     if config.fusion == AUTO_FUSION or config.placement == AUTO_PLACEMENT:
@@ -146,12 +148,13 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
 
 
 def _warn_of_steps_left_out(config: TrainConfig) -> None:
-    """A run takes whole iterations: say so where ``total_steps`` is not a multiple of one."""
+    """A run takes whole iterations: warn where a given ``total_steps`` is not made of them."""
     per, runs = config.steps_per_iteration, config.num_iterations * config.steps_per_iteration
     if runs != config.total_steps:
         warn(
             f"total_steps = {config.total_steps:,} is not a multiple of num_envs × rollout_len "
-            f"= {per:,}: the run takes {config.num_iterations:,} iterations, {runs:,} env steps "
+            f"= {per:,}: the run takes {config.num_iterations:,} "
+            f"iteration{'s' if config.num_iterations != 1 else ''}, {runs:,} env steps "
             f"(give {runs:,} or {runs + per:,} to say which)"
         )
 

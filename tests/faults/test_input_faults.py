@@ -85,7 +85,7 @@ def test_total_steps_that_are_not_whole_iterations_say_what_runs(tmp_path, capsy
     err = capsys.readouterr().err
     assert (
         "total_steps = 1,000 is not a multiple of num_envs × rollout_len = 512: the run takes 1 "
-        "iterations, 512 env steps (give 512 or 1,024 to say which)"
+        "iteration, 512 env steps (give 512 or 1,024 to say which)"
     ) in err
 
 
