@@ -23,6 +23,7 @@ def test_reinforce_runs_under_two_fusion_modes_with_the_same_result():
     assert "same parameters under both fusion modes: True" in out
 
 
+@pytest.mark.slow  # an example's whole run; the quickstart's runs by default
 def test_compare_fusion():
     out = _run(
         ROOT / "examples" / "compare_fusion.py", "--total-steps", "1024", "--modes", "step", "scan"
@@ -38,6 +39,7 @@ def test_quickstart(tmp_path):
     )
 
 
+@pytest.mark.slow  # an example's whole run; the quickstart's runs by default
 def test_profiling_example(tmp_path):
     out = _run(ROOT / "examples" / "profiling.py", "--total-steps", "2048", "--out", tmp_path)
     assert "device time by fragment" in out and "'learner'" in out

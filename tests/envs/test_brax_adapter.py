@@ -164,6 +164,7 @@ def _is_fresh_start(observation) -> bool:
     return bool(np.all(np.abs(np.asarray(observation)) <= 0.01))
 
 
+@pytest.mark.slow  # test_brax_sweep.py vmaps Brax lanes in the default tier
 def test_vmap_over_four_envs():
     # The adapter is the same for every backend; spring's vmapped step compiles in half the time
     # of MJX's on a small CPU (9.8 s against 20.6 s).

@@ -103,8 +103,19 @@ def _leaves(state) -> list:
 # -- every example -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["step", "fragment", pytest.param("iteration", marks=SLOW)])
-@pytest.mark.parametrize("name", list(HPARAMS))
+# The default tier: the periodic evaluator (its evaluator-only node, which the step driver
+# schedules on its own) under step and fragment, the separate critic under fragment. PPG and the
+# remaining modes run in the slow tier (vtrace's example holds the same contract by default).
+DEFAULT_TIER = {("periodic_evaluation", "step"), ("periodic_evaluation", "fragment")}
+DEFAULT_TIER |= {("separate_critic", "fragment")}
+MODES = [
+    pytest.param(name, mode, marks=() if (name, mode) in DEFAULT_TIER else SLOW)
+    for name in HPARAMS
+    for mode in ("step", "fragment", "iteration")
+]
+
+
+@pytest.mark.parametrize("name, mode", MODES)
 def test_same_bits_as_scan(trained, name, mode):
     run, reference = trained(name, mode), trained(name, "scan")
     leaves, expected = _leaves(run.state), _leaves(reference.state)
@@ -118,14 +129,8 @@ def test_same_bits_as_scan(trained, name, mode):
     assert EXAMPLES[name].same_results(run, reference)  # what main() prints as its verdict
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "ppg",
-        pytest.param("separate_critic", marks=SLOW),
-        pytest.param("periodic_evaluation", marks=SLOW),
-    ],
-)
+@SLOW  # tests/examples/test_vtrace.py holds the lanes' contract in the default tier
+@pytest.mark.parametrize("name", list(HPARAMS))
 def test_each_lane_of_two_seeds_is_that_seeds_run(trained, name):
     alone, both = trained(name, "scan"), trained(name, "seeds")  # seed 0; seeds 0 and 1
     # Lane 0 against seed 0's own run. The vmapped program batches every op over the lanes,

@@ -52,7 +52,9 @@ def test_image_torsos_are_checked_before_compiling(algo):
         resolve(TINY.replace(algo=algo, hparams={"torso": "vit"}))
 
 
-@pytest.mark.parametrize("algo", ["dqn", "pqn", pytest.param("c51", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "algo", ["dqn", *(pytest.param(a, marks=pytest.mark.slow) for a in ("pqn", "c51"))]
+)
 def test_a_pixel_run_is_the_same_under_step_and_scan(algo):
     config = TINY.replace(algo=algo, hparams=HPARAMS[algo])
     scan, step = (rl.train(config.replace(fusion=mode)) for mode in ("scan", "step"))
