@@ -627,12 +627,23 @@ def replay(r: dict[str, dict]) -> str:
 
 def soak_faults(r: dict[str, dict]) -> str:
     report = r["soak_faults.json"]
-    rows = [[fault, x["passed"]] for fault, x in sorted(report["by_fault"].items())]
+    rows = [
+        [f"`{fault}`", x.get("passed", 0), x.get("failed", 0)]
+        for fault, x in sorted(report["by_fault"].items())
+    ]
     failures = len(report["failures"])
-    return (
+    text = (
         f"{report['rounds']} rounds in {report['minutes']} minutes (seed {report['seed']}), "
-        f"{failures} failed.\n\n" + _table(["fault", "rounds passed"], rows)
+        f"{failures} failed.\n\n" + _table(["fault", "rounds passed", "rounds failed"], rows)
     )
+    fuzz = report.get("fuzz")
+    if fuzz:
+        verdict = "passed" if fuzz["passed"] else "failed"
+        text += (
+            f"\n\nThen the fuzz tests, {fuzz['examples']} examples each: {verdict} "
+            f"(`{fuzz['result']}`, {fuzz['minutes']} minutes)."
+        )
+    return text
 
 
 def soak_hangs(r: dict[str, dict]) -> str:
