@@ -17,6 +17,7 @@ and repeated; the medians of the runs' run times are reported, compile time apar
 
     python benchmarks/actor_learner.py               # writes results/actor_learner.json
     python benchmarks/actor_learner.py --algo impala # writes results/actor_learner-impala.json
+    python benchmarks/actor_learner.py --algo impala --rollout-len 128  # PPO's rollout length
 """
 
 from __future__ import annotations
@@ -46,15 +47,22 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--algo", default="ppo", help="a registered on-policy algorithm")
-    parser.add_argument("--out", default=None, help="default: results/actor_learner[-ALGO].json")
+    parser.add_argument(
+        "--rollout-len", type=int, default=None, help="default: the algorithm's own"
+    )
+    parser.add_argument(
+        "--out", default=None, help="default: results/actor_learner[-ALGO][-rolloutN].json"
+    )
     args = parser.parse_args()
     suffix = "" if args.algo == "ppo" else f"-{args.algo}"
+    suffix += "" if args.rollout_len is None else f"-rollout{args.rollout_len}"
     args.out = args.out or f"benchmarks/results/actor_learner{suffix}.json"
     base = rl.TrainConfig(
         algo=args.algo,
         fusion="fragment",
         total_steps=args.total_steps,
         num_envs=args.num_envs,
+        rollout_len=args.rollout_len,
         out=None,
         progress=False,
         compile_cache=False,

@@ -293,9 +293,13 @@ def pages() -> tuple[Page, ...]:
                 ),
                 Section(
                     "Actors and learner on two devices",
-                    ("actor_learner.json",),
+                    (
+                        "actor_learner.json",
+                        "actor_learner-impala.json",
+                        "actor_learner-impala-rollout128.json",
+                    ),
                     tables.actor_learner,
-                    "python benchmarks/actor_learner.py",
+                    "python benchmarks/actor_learner.py [--algo impala [--rollout-len 128]]",
                 ),
             ),
         ),
