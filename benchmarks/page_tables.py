@@ -377,8 +377,10 @@ def simulator_curves(r: dict[str, dict]) -> str:
             for run in x["runs"]
         )
         parts.append(
-            f"**{x['env']}**, PPO, {c['num_envs']} envs × {c['rollout_len']} steps, "
-            f"{c['total_steps']:,} steps: {runs}.\n\n![{x['env']}](img/{x['image']})"
+            f"**{x['env']}**, {c.get('algo', 'ppo').upper()}, "
+            f"{c['num_envs']} envs × {c['rollout_len']} steps, "
+            + (f"policy lag {c['policy_lag']}, " if c.get("policy_lag") else "")
+            + f"{c['total_steps']:,} steps: {runs}.\n\n![{x['env']}](img/{x['image']})"
         )
     return "\n\n".join(parts)
 
