@@ -89,6 +89,16 @@ def test_total_steps_that_are_not_whole_iterations_say_what_runs(tmp_path, capsy
     ) in err
 
 
+def test_an_algorithms_default_budget_rounds_down_without_a_word(tmp_path, capsys, monkeypatch):
+    def stop(*args, **kwargs):
+        raise ConfigError("stopped before compiling")
+
+    monkeypatch.setattr(runner, "_train", stop)
+    # PPO's default 500,000 steps are 976.56 iterations of 512: only a budget given is named.
+    assert main(["train", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "jaxrl-fdg: error: stopped before compiling\n"
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
