@@ -33,7 +33,14 @@ def _end_some_episodes(state, params, every):
     return state._replace(time=jnp.where(last, params.max_steps - 1, 0).astype(jnp.int32))
 
 
-@pytest.mark.parametrize("name", NAMES)
+# A discrete and a continuous task by default, the others in the slow tier.
+@pytest.mark.parametrize(
+    "name",
+    [
+        n if n in ("CartPole-v1", "Pendulum-v1") else pytest.param(n, marks=pytest.mark.slow)
+        for n in NAMES
+    ],
+)
 def test_step_batch_is_vmapped_step_up_to_reset_draws(name):
     env, params, state, first, actions = _batch(name, 96)
     state = _end_some_episodes(state, params, every=5)

@@ -69,7 +69,8 @@ def _batch(ctx, size=8, seed=0):
 ASYMMETRIC = Box(jnp.array([0.0, -3.0]), jnp.array([0.5, 5.0]), (2,))
 
 
-@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg"])
+# The deterministic actors by default; SAC's squashed Gaussian in the slow tier.
+@pytest.mark.parametrize("algo", [pytest.param("sac", marks=pytest.mark.slow), "td3", "ddpg"])
 def test_actions_reaching_the_env_are_inside_the_box(algo):
     ctx, spec = _context(algo, ASYMMETRIC, learning_starts=16)
     algorithm = spec.build(ctx)
@@ -159,7 +160,8 @@ def test_sac_learner_updates_the_temperature():
     assert float(new.log_alpha.params) == float(fixed_state.log_alpha.params)
 
 
-@pytest.mark.parametrize("algo", ["sac", "td3"])
+# TD3 by default, SAC in the slow tier: both scale rewards in the critic target they share.
+@pytest.mark.parametrize("algo", [pytest.param("sac", marks=pytest.mark.slow), "td3"])
 def test_reward_scaling_is_the_same_update_as_scaled_rewards(algo):
     ctx, spec = _context(algo, Box(-2.0, 2.0, (1,)))
     scaled_ctx, _ = _context(algo, Box(-2.0, 2.0, (1,)), reward_scaling=5.0)

@@ -48,7 +48,11 @@ def _identical(a: np.ndarray, b: np.ndarray) -> bool:
 
 @pytest.mark.parametrize(
     "backend, options",
-    [(backend, {}) for backend in BACKENDS]
+    # MJX (the default backend) and spring by default; the other pipelines in the slow tier.
+    [
+        pytest.param(b, {}, marks=() if b in ("mjx", "spring") else pytest.mark.slow)
+        for b in BACKENDS
+    ]
     # The state restarts copy from: a second Brax state per environment.
     + [pytest.param("mjx", {"auto_reset": "first_state"}, marks=pytest.mark.slow)],
 )
