@@ -74,7 +74,8 @@ def envpool_simulator(task_id: str, **options: Any) -> HostSimulator:
         )
         return EnvPoolBatch(pool, num_envs, channels_last, isinstance(action_space, Discrete))
 
-    return HostSimulator(PREFIX + task_id, make_batch, obs_space, action_space)
+    stack = int(getattr(spec.config, "stack_num", 1)) if channels_last else 1
+    return HostSimulator(PREFIX + task_id, make_batch, obs_space, action_space, stack)
 
 
 # Options the adapter sets itself: the batch and its seed.

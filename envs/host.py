@@ -79,13 +79,15 @@ class HostSimulator(NamedTuple):
     """A factory of batches of host environments and the spaces of one of them.
 
     ``make_batch(num_envs, seed)`` makes ``num_envs`` environments whose first reset seeds
-    environment ``i`` with ``seed + i``.
+    environment ``i`` with ``seed + i``. ``frame_stack`` is the number of frames stacked on the
+    observation's last axis (EnvPool's Atari: 4), which a replay with frame storage keeps once.
     """
 
     name: str
     make_batch: Callable[[int, int], HostBatch]
     observation_space: Space
     action_space: Space
+    frame_stack: int = 1
 
     @property
     def on_host(self) -> bool:

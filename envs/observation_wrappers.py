@@ -171,6 +171,12 @@ class FrameStack(Wrapper):
         require_box(env.observation_space(env.default_params), "FrameStack", "observation")
         self.num_stack = int(num_stack)
 
+    @property
+    def frame_stack(self) -> int:
+        """The frames stacked on the observation's last axis: a replay with frame storage
+        keeps each once (:mod:`~jaxrl_fdg.fragments.replay.frames`)."""
+        return self.num_stack
+
     def _fresh(self, inner: Any, obs: jax.Array) -> tuple[FrameStackState, jax.Array]:
         frames = jnp.repeat(jnp.asarray(obs)[..., None], self.num_stack, axis=-1)
         return FrameStackState(inner, frames), frames

@@ -25,10 +25,16 @@ from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses, normalization
-from jaxrl_fdg.fragments.replay import linear_beta, make_prioritized, make_uniform
+from jaxrl_fdg.fragments.replay import (
+    linear_beta,
+    make_frame_replay,
+    make_prioritized,
+    make_uniform,
+)
 from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
 
 REPLAY_KINDS = ("uniform", "prioritized")
+STORAGE_KINDS = ("auto", "transitions", "frames")
 # The edge on which the observation-moments fragment publishes its running moments.
 MOMENTS = "observation_moments"
 
@@ -51,6 +57,16 @@ class OffPolicyConfig:
     tree_arity: int = hparam(8, "arity of the prioritized replay's sum tree")
     priority_alpha: float = hparam(0.6, "priority exponent α of the prioritized replay")
     priority_beta: float = hparam(0.4, "initial importance-sampling exponent β, annealed to 1")
+    replay_storage: str = hparam(
+        "auto",
+        "transitions (each observation with its next), frames (each frame once, stacks and next "
+        "observations rebuilt on sampling) or auto (frames for uint8 observations)",
+    )
+    frame_stack: int = hparam(
+        0,
+        "frames stacked on the observation's last axis, stored once each by frame storage; "
+        "0 takes the environment's (EnvPool Atari: 4; otherwise 1, whole observations)",
+    )
 
     def __post_init__(self) -> None:
         for name in ("buffer_size", "batch_size", "n_step"):
@@ -58,6 +74,10 @@ class OffPolicyConfig:
         validate.non_negative("learning_starts", self.learning_starts)
         validate.in_range("utd_ratio", self.utd_ratio, 0.0, 1024.0, low_open=True)
         validate.choice("replay", self.replay, REPLAY_KINDS)
+        validate.choice("replay_storage", self.replay_storage, STORAGE_KINDS)
+        if isinstance(self.frame_stack, bool) or not isinstance(self.frame_stack, int):
+            raise ConfigError(f"frame_stack must be an integer, got {self.frame_stack!r}")
+        validate.in_range("frame_stack", self.frame_stack, 0, 255)
         if not MIN_ARITY <= self.tree_arity <= MAX_ARITY or isinstance(self.tree_arity, bool):
             raise ConfigError(
                 f"tree_arity must be an integer in [{MIN_ARITY}, {MAX_ARITY}], "
@@ -105,6 +125,7 @@ def check(ctx: AlgorithmContext) -> None:
     """The checks every off-policy algorithm makes before compiling."""
     hp = ctx.hparams
     updates_per_iteration(ctx)
+    storage(ctx)
     if hp.n_step > ctx.rollout_len:
         raise ConfigError(
             f"n_step = {hp.n_step} exceeds rollout_len = {ctx.rollout_len}: n-step returns are "
@@ -150,12 +171,46 @@ def example_experience(ctx: AlgorithmContext) -> Experience:
     return Experience(observation, jnp.zeros(act_space.shape, dtype), scalar, scalar, observation)
 
 
+def storage(ctx: AlgorithmContext) -> tuple[str, int]:
+    """``(kind, K)``: how the replay stores observations (``"transitions"`` or ``"frames"``) and,
+    for frames, how many are stacked on the observation's last axis.
+
+    ``replay_storage = "auto"`` picks frames for uint8 observations (images); ``frame_stack = 0``
+    takes the environment's ``frame_stack`` attribute (EnvPool's Atari tasks and
+    :class:`~jaxrl_fdg.envs.FrameStack` declare one), else 1.
+    """
+    hp, space = ctx.hparams, ctx.observation_space
+    kind = hp.replay_storage
+    if kind == "auto":
+        kind = "frames" if jnp.dtype(space.dtype) == jnp.uint8 else "transitions"
+    if kind == "transitions":
+        return kind, 1
+    stack = hp.frame_stack or int(getattr(ctx.env, "frame_stack", 1) or 1)
+    shape = tuple(space.shape)
+    if stack > 1 and (not shape or shape[-1] != stack):
+        raise ConfigError(
+            f"frame_stack = {stack} needs observations whose last axis holds {stack} frames; "
+            f"they are {shape} (use frame_stack = 1 to store whole observations)"
+        )
+    if hp.buffer_size % ctx.num_envs:
+        lower = hp.buffer_size - hp.buffer_size % ctx.num_envs
+        raise ConfigError(
+            f"frame storage needs buffer_size = {hp.buffer_size} to be a multiple of num_envs = "
+            f"{ctx.num_envs} (e.g. {lower}), or replay_storage = transitions"
+        )
+    return kind, stack
+
+
 def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
     """The replay fragment from :class:`OffPolicyConfig` fields of ``ctx.hparams``: its
     ``apply`` stores each rollout as n-step experience (``gamma`` discounts the returns), its
     ``sample`` method writes the ``batch`` of a round, its ``update`` method takes the
     ``td_error`` as new priorities. It publishes ``replay_size`` and ``replay_ready`` (enough
-    stored to sample a batch)."""
+    stored to sample a batch).
+
+    Observations are stored as :func:`storage` says: whole transitions, or each frame once
+    (:mod:`~jaxrl_fdg.fragments.replay.frames`); the sampled batches are the same.
+    """
     hp = ctx.hparams
     if hp.replay == "prioritized":
         buffer = make_prioritized(
@@ -166,27 +221,53 @@ def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
     total_steps = ctx.num_iterations * ctx.batch_size
     beta = linear_beta(hp.priority_beta, total_steps)
     example = example_experience(ctx)
+    kind, stack = storage(ctx)
+    if kind == "frames":
+        frames = make_frame_replay(
+            buffer,
+            capacity=hp.buffer_size,
+            num_envs=ctx.num_envs,
+            rollout_len=ctx.rollout_len,
+            stack=stack,
+            n_step=hp.n_step,
+            gamma=gamma,
+            make_transitions=Experience,
+        )
+
+        def init(key):
+            return frames.init(example.observation, example.action)
+
+        add = frames.store
+        draw, reprioritize, ready = frames.sample, frames.update_priorities, frames.can_sample
+    else:
+
+        def init(key):
+            return buffer.init(example)
+
+        def add(state, trajectory):
+            return buffer.add(state, n_step_experience(trajectory, gamma, hp.n_step))
+
+        draw, reprioritize, ready = buffer.sample, buffer.update_priorities, buffer.can_sample
 
     def store(state, inputs, key):
         del key
-        experience = n_step_experience(inputs["trajectory"], gamma, hp.n_step)
-        return buffer.add(state, experience), {}
+        return add(state, inputs["trajectory"]), {}
 
     def sample(state, inputs, key):
-        return state, {"batch": buffer.sample(state, key, beta(inputs["env_steps"]))}
+        return state, {"batch": draw(state, key, beta(inputs["env_steps"]))}
 
     def update(state, inputs, key):
         del key  # deterministic: new priorities for the sampled slots
         batch = inputs["batch"]
-        return buffer.update_priorities(state, batch.indices, batch.writes, inputs["td_error"]), {}
+        return reprioritize(state, batch.indices, batch.writes, inputs["td_error"]), {}
 
     return fragment(
         "replay",
         Role.REPLAY,
         store,
-        init=lambda key: buffer.init(example),
+        init=init,
         inputs=("trajectory",),
-        publish=lambda state: {"replay_size": state.size, READY: buffer.can_sample(state)},
+        publish=lambda state: {"replay_size": state.size, READY: ready(state)},
         published=("replay_size", READY),
         methods=(
             Method("sample", sample, inputs=("env_steps",), outputs=("batch",)),

@@ -216,3 +216,51 @@ def test_prioritized_replay_learns_in_no_more_steps_than_uniform(curves):
     prioritized = [_steps_to(c, 400) for c in curves["prioritized"]]
     assert np.isfinite(prioritized).all(), prioritized
     assert sum(prioritized) <= sum(uniform), (prioritized, uniform)
+
+
+@pytest.fixture
+def stacked_cartpole():
+    """CartPole seen through 3 stacked frames, truncated every 7 steps (registered for a test)."""
+    from jaxrl_fdg import envs
+    from jaxrl_fdg.envs import registry
+
+    name = "test/StackedCartPole-v1"
+    envs.register(name, lambda: envs.FrameStack(envs.TimeLimit(envs.CartPole(), 7), 3))
+    yield name
+    del registry._REGISTRY[name]
+
+
+def test_frame_storage_learns_exactly_what_transition_storage_learns(stacked_cartpole):
+    # Each frame stored once, stacks and next observations rebuilt on sampling: the same batches
+    # reach the learner, through episode ends, truncations and a buffer that wraps around.
+    config = TINY.replace(env=stacked_cartpole, total_steps=2 * 8 * 6)
+    hparams = {**TINY.hparams, "n_step": 3, "replay": "prioritized"}
+    runs = {
+        storage: rl.train(config.replace(hparams={**hparams, "replay_storage": storage}))
+        for storage in ("transitions", "frames")
+    }
+    frames = runs["frames"].state.fragments["replay"]
+    assert frames.frames.shape == (64 // 2 + 3, 2, 4)  # one 4-float frame per slot
+    for name in ("learner", "actor"):
+        want, got = (runs[s].state.fragments[name] for s in ("transitions", "frames"))
+        for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    np.testing.assert_array_equal(
+        runs["frames"].metrics["loss"], runs["transitions"].metrics["loss"]
+    )
+
+
+def test_frame_storage_is_refused_where_it_cannot_hold(stacked_cartpole):
+    with pytest.raises(rl.ConfigError, match="buffer_size = 63 to be a multiple of num_envs = 2"):
+        resolve(
+            TINY.replace(hparams={**TINY.hparams, "replay_storage": "frames", "buffer_size": 63})
+        )
+    with pytest.raises(rl.ConfigError, match=r"frame_stack = 2 needs observations whose last"):
+        resolve(
+            TINY.replace(
+                env=stacked_cartpole,
+                hparams={**TINY.hparams, "replay_storage": "frames", "frame_stack": 2},
+            )
+        )
+    with pytest.raises(rl.ConfigError, match="unknown replay_storage 'pixels'"):
+        resolve(TINY.replace(hparams={**TINY.hparams, "replay_storage": "pixels"}))
