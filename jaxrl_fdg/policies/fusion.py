@@ -14,6 +14,13 @@ scan       up to ``chunk`` iterations inside one program between host boundaries
 
 Programs are compiled ahead of time (:meth:`Plan.compile`) so compile time is measured apart from
 run time, and a later call can never silently recompile.
+
+A program that takes the whole loop state and returns its successor (``fragment``'s, ``iteration``'s
+and ``scan``'s) *donates* it once the state holds :data:`DONATE_BYTES` or more: the program
+updates it in place instead of keeping its input and its output alive together, which for a large
+replay would need twice its memory. The caller's input state is deleted by the call; every caller
+here continues from the returned state. ``--debug-nans`` turns donation off (it re-runs a program
+on its inputs).
 """
 
 from __future__ import annotations
@@ -47,6 +54,9 @@ PROGRAMS = {
     "iteration": "[iteration: (step body)×T → after the rollout] per iteration",
     "scan": "[scan: ((step body)×T → after the rollout) × chunk iterations] per host boundary",
 }
+
+# A state this large is donated to the programs that replace it (see the module docstring).
+DONATE_BYTES = 256 * 2**20
 
 # Names of the step plan's own programs, which no call of the step body may take.
 STEP_PROGRAMS = ("init", "keys", "stack", "learner")
@@ -85,6 +95,8 @@ class Plan:
     """Compiled programs for one fusion mode, and how to advance the loop ``n`` iterations."""
 
     mode: str = ""
+    # Programs whose first argument is a state they replace: donated when large (DONATE_BYTES).
+    donating: frozenset[str] = frozenset()
 
     def __init__(self, loop: LoopLike, timings: Timings | None = None):
         self.loop = loop
@@ -121,8 +133,16 @@ class Plan:
                 self._programs[name] = fn
                 continue
             start = time.perf_counter()
-            lowered = jax.jit(fn).lower(*args)
+            donate = (0,) if self.donates(name, args) else ()
+            lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
             yield name, lowered, time.perf_counter() - start
+
+    def donates(self, name: str, args: tuple) -> bool:
+        """Whether program ``name``, compiled for ``args``, donates its first argument."""
+        if name not in self.donating or jax.config.jax_debug_nans:
+            return False
+        state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(args[0]))
+        return state_bytes >= DONATE_BYTES
 
     def start(
         self, key: jax.Array, extra: Extra | None = None, before_init: Callable | None = None
@@ -351,6 +371,7 @@ class EagerPlan(StepPlan):
 
 
 class FragmentPlan(Plan):
+    donating = frozenset({"rollout", "learner"})
     mode = "fragment"
 
     def _signatures(self, state):
@@ -371,6 +392,7 @@ class FragmentPlan(Plan):
 
 class IterationPlan(Plan):
     mode = "iteration"
+    donating = frozenset({"iteration"})
 
     def _signatures(self, state):
         return {"iteration": (self.loop.iteration, (state,))}
@@ -390,6 +412,7 @@ class ScanPlan(Plan):
     """
 
     mode = "scan"
+    donating = frozenset({"scan"})
 
     def __init__(self, loop: LoopLike, timings: Timings | None = None, chunk: int = 1):
         super().__init__(loop, timings)

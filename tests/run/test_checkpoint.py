@@ -57,6 +57,29 @@ def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["status"] == "completed"
 
 
+@pytest.mark.parametrize("fusion", ["scan", "iteration", "fragment"])
+def test_a_donated_state_computes_the_same_and_resumes(tmp_path, monkeypatch, fusion):
+    # A large state is donated to the programs that replace it (updated in place): lower the
+    # threshold so this small one is, and check the run, its checkpoints and a resume.
+    from jaxrl_fdg.config import resolve
+    from jaxrl_fdg.policies import fusion as plans
+
+    config = DQN.replace(fusion=fusion, out=str(tmp_path))
+    kept = rl.train(config.replace(run_name="kept"))
+    monkeypatch.setattr(plans, "DONATE_BYTES", 0)
+    plan = plans.make_plan(fusion, rl.build_loop(resolve(DQN)), chunk=2)
+    state = plan.init(jax.random.key(0))
+    plan.advance(state, 1)
+    assert all(x.is_deleted() for x in jax.tree.leaves(state.fragments["replay"]))
+    donated = rl.train(config.replace(run_name="donated"))
+    _assert_same(donated.state.fragments, kept.state.fragments)
+    checkpoints = tmp_path / "donated" / "checkpoints"
+    for late in ("8", "12"):
+        shutil.rmtree(checkpoints / late)
+    resumed = rl.train(config.replace(run_name="donated"), resume=tmp_path / "donated")
+    _assert_same(resumed.state.fragments, kept.state.fragments)
+
+
 # Slow tier: recurrent PPO × resume (the default tier resumes feed-forward runs bit for bit, and
 # tests/fragments/test_recurrent.py covers the memory).
 @pytest.mark.slow
