@@ -627,6 +627,39 @@ def replay(r: dict[str, dict]) -> str:
     )
 
 
+def replay_memory(r: dict[str, dict]) -> str:
+    report = r["replay_memory.json"]
+    sizes = report["config"]
+    rows = [
+        [
+            f"`{name}`",
+            f"{x['buffer_size']:,}",
+            x["replay_storage"],
+            "yes" if x["donate"] else "no",
+            _s(x["replay_gb"], ".2f"),
+            _s(x["peak_rss_gb"], ".2f"),
+            f"{x['replay_size']:,}",
+            x["updates"],
+        ]
+        for name, x in report["results"].items()
+    ]
+    header = [
+        "case",
+        "buffer_size",
+        "storage",
+        "donated",
+        "replay GB",
+        "peak resident GB",
+        "stored",
+        "updates",
+    ]
+    return (
+        f"DQN, nature CNN, `envpool/Breakout-v5` (84×84×4 uint8), {sizes['num_envs']} envs × "
+        f"{sizes['rollout_len']} steps, {sizes['total_steps']:,} steps in a fresh process per "
+        "case; peak resident memory is the process's `ru_maxrss`.\n\n" + _table(header, rows)
+    )
+
+
 def soak_faults(r: dict[str, dict]) -> str:
     report = r["soak_faults.json"]
     rows = [

@@ -306,14 +306,22 @@ def pages() -> tuple[Page, ...]:
         Page(
             "replay",
             "Replay",
-            "Uniform and prioritized replay (`jaxrl_fdg.fragments.replay`), sample and update "
-            "times per jitted call.",
+            "Uniform and prioritized replay (`jaxrl_fdg.fragments.replay`): sample and update "
+            "times per jitted call, and the resident memory of DQN with an Atari replay stored "
+            "frame by frame (see [Replay: each frame once]"
+            "(../decisions.md#replay-each-frame-once)).",
             (
                 Section(
                     "Sample and update",
                     ("replay.json",),
                     tables.replay,
                     "python benchmarks/replay.py",
+                ),
+                Section(
+                    "Atari replay memory",
+                    ("replay_memory.json",),
+                    tables.replay_memory,
+                    "python benchmarks/replay_memory.py",
                 ),
             ),
         ),

@@ -126,7 +126,8 @@ def test_bad_tasks_and_options_are_named(options, error, message):
 
 def test_atari_frames_are_uint8_from_the_simulator_to_the_replay():
     # 8-bit pixels stay 8-bit: the space says so, the env state holds them, and DQN's replay
-    # stores them at one byte each (its network divides by 255 inside).
+    # stores them at one byte each, each frame of the 4-frame stacks once (its network divides
+    # by 255 inside).
     simulator, _ = envs.make("envpool/Pong-v5")
     assert simulator.observation_space.dtype == np.uint8
     off_policy = {"learning_starts": 8, "batch_size": 4, "buffer_size": 32, "utd_ratio": 0.25}
@@ -142,7 +143,8 @@ def test_atari_frames_are_uint8_from_the_simulator_to_the_replay():
         )
     )
     assert out.state.fragments["env"].observation.dtype == np.uint8
-    stored = out.state.fragments["replay"].storage
-    assert stored.observation.dtype == stored.next_observation.dtype == np.uint8
-    assert int(stored.observation.max()) > 1  # pixels 0-255, not rescaled
+    replay = out.state.fragments["replay"]
+    assert replay.frames.dtype == replay.finals.dtype == np.uint8
+    assert replay.frames.shape == (32 // 2 + 4, 2, 84, 84)  # rows of single frames, not stacks
+    assert int(replay.frames.max()) > 1  # pixels 0-255, not rescaled
     assert np.isfinite(out.metrics["loss"]).all() and out.metrics["updates"][-1] > 0
