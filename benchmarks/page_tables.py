@@ -385,6 +385,113 @@ def simulator_curves(r: dict[str, dict]) -> str:
     return "\n\n".join(parts)
 
 
+def minatar_references(r: dict[str, dict]) -> str:
+    report = r["minatar_references.json"]
+    config = report["config"]
+    rows = []
+    for algo, x in report["results"].items():
+        c = config["settings"][algo]
+        aggregates = x["aggregates"]
+        rows.append(
+            [
+                algo.upper(),
+                f"{c['num_envs']} × {c['rollout_len']}",
+                f"{x['env_steps_per_seed']:,}",
+                ", ".join(f"{v:.2f}" for v in x["scores"]),
+                *(
+                    f"{a['point']:.2f} [{a['low']:.2f}, {a['high']:.2f}]"
+                    for a in (aggregates["iqm"], aggregates["mean"])
+                ),
+                _rate(x["steps_per_s_all_seeds"]),
+                _s(x["compile_s"]),
+            ]
+        )
+    header = [
+        "algo",
+        "envs × steps",
+        "env steps per seed",
+        "final training return per seed",
+        "IQM [95% CI]",
+        "mean [95% CI]",
+        "env-steps/s (all seeds)",
+        "compile s",
+    ]
+    references = "; ".join(
+        f"{algo.upper()}: {c['reference']}" for algo, c in config["settings"].items()
+    )
+    return (
+        f"`{config['env']}`, {config['seeds']} seeds as vmapped lanes of one program; scores "
+        "are each seed's last logged training return, aggregated by `jaxrl-fdg compare` "
+        f"(stratified bootstrap). Settings from {references}.\n\n"
+        + _table(header, rows)
+        + f"\n\n![MinAtar Breakout](img/{report['image']})"
+    )
+
+
+def atari_profile(r: dict[str, dict]) -> str:
+    results = r["atari_profile.json"]["results"]
+    parts = []
+    conv = results.get("conv_in_loop")
+    if conv:
+        rows = [
+            [f"`{name}`", _s(x["four_in_a_loop_s"], ".3f"), _s(x["one_outside_s"], ".3f")]
+            for name, x in conv.items()
+        ]
+        parts.append(
+            "The nature torso's gradient, 64 frames of 84×84×4 per minibatch:\n\n"
+            + _table(["convolution", "4 minibatches in a loop, s", "1 outside a loop, s"], rows)
+        )
+    pool = results.get("envpool_random")
+    if pool:
+        rates = ", ".join(f"{x['num_envs']} envs: {_rate(x['steps_per_s'])}" for x in pool)
+        parts.append(f"EnvPool Breakout-v5 with random actions (no agent): {rates} env-steps/s.")
+    profiles = results.get("profiles")
+    if profiles:
+        scopes = ("env", "actor", "learner", "keys", "stack", "rest")
+        rows = [
+            [
+                algo.upper(),
+                f"{x['num_envs']} × {x['rollout_len']}",
+                _rate(x["steps_per_s"]),
+                *(_s(x["us_per_env_step"].get(k), ".0f") for k in scopes),
+            ]
+            for algo, x in profiles.items()
+        ]
+        parts.append(
+            "`--placement host_env --fusion step --profile sync`, µs per env step by program "
+            "(`env`: EnvPool stepping on the host; `actor`: inference; `learner`: the update):"
+            "\n\n" + _table(["algo", "envs × steps", "env-steps/s", *scopes], rows)
+        )
+    runs = results.get("runs")
+    if runs:
+        rows = []
+        for algo, x in runs.items():
+            tenths = ", ".join("—" if v is None else f"{v:.2f}" for v in x["return_by_tenth"])
+            rows.append(
+                [
+                    algo.upper(),
+                    f"{x['env_steps']:,}",
+                    tenths,
+                    _rate(x["steps_per_s"]),
+                    _s(x["peak_rss_gb"]),
+                ]
+            )
+        parts.append(
+            "Learning Breakout (episodic life, clipped rewards: a return is one life's):\n\n"
+            + _table(
+                [
+                    "algo",
+                    "env steps",
+                    "training return, each tenth of the run",
+                    "env-steps/s",
+                    "peak resident GB",
+                ],
+                rows,
+            )
+        )
+    return "\n\n".join(parts)
+
+
 def offpolicy_baselines(r: dict[str, dict]) -> str:
     report = r["offpolicy_baselines.json"]
     rows = []

@@ -216,6 +216,18 @@ def pages() -> tuple[Page, ...]:
                     "python benchmarks/simulator_curves.py",
                 ),
                 Section(
+                    "PQN and PPO on MinAtar Breakout at their references' settings",
+                    ("minatar_references.json",),
+                    tables.minatar_references,
+                    "python benchmarks/minatar_references.py",
+                ),
+                Section(
+                    "Atari: where a step's time goes, and short DQN and PQN runs",
+                    ("atari_profile.json",),
+                    tables.atari_profile,
+                    "python benchmarks/atari_profile.py",
+                ),
+                Section(
                     "Off-policy algorithms against hand-written programs",
                     ("offpolicy_baselines.json",),
                     tables.offpolicy_baselines,

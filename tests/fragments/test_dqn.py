@@ -264,3 +264,23 @@ def test_frame_storage_is_refused_where_it_cannot_hold(stacked_cartpole):
         )
     with pytest.raises(rl.ConfigError, match="unknown replay_storage 'pixels'"):
         resolve(TINY.replace(hparams={**TINY.hparams, "replay_storage": "pixels"}))
+
+
+def test_frame_storage_resumes_bit_for_bit(stacked_cartpole, tmp_path):
+    import shutil
+
+    config = TINY.replace(
+        env=stacked_cartpole,
+        total_steps=2 * 8 * 6,
+        out=str(tmp_path),
+        checkpoint_every=2 * 8 * 3,
+        hparams={**TINY.hparams, "replay_storage": "frames", "n_step": 2},
+    )
+    full = rl.train(config.replace(run_name="full"))
+    rl.train(config.replace(run_name="part"))
+    shutil.rmtree(tmp_path / "part" / "checkpoints" / "6")
+    resumed = rl.train(config.replace(run_name="part"), resume=tmp_path / "part")
+    for a, b in zip(
+        jax.tree.leaves(full.state.fragments), jax.tree.leaves(resumed.state.fragments), strict=True
+    ):
+        np.testing.assert_array_equal(a, b)
