@@ -117,9 +117,10 @@ def strided_conv(x: jax.Array, kernel: jax.Array, stride: int) -> jax.Array:
 
     JAX differentiates a convolution into convolutions whose dimension labels XLA:CPU rewrites to
     its fast kernels only outside loops: inside the learner's minibatch loop the kernel and input
-    gradients of DQN's Atari convolutions ran as generic loops, 34× slower (8.5 s against 0.25 s
-    for four minibatches of 64 frames, ``docs/decisions.md``). Here the gradients transpose their
-    operands themselves, so every convolution is the plain NHWC one wherever it is compiled.
+    gradients of the Atari convolutions ran as generic loops, an order of magnitude slower
+    (``docs/decisions.md``; ``benchmarks/atari_profile.py`` measures it). Here the gradients
+    transpose their operands themselves, so every convolution is the plain NHWC one wherever it
+    is compiled.
     The values are those of ``jax.grad`` of the plain convolution (tested).
     """
     return _conv(x, kernel, stride)

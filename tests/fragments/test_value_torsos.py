@@ -79,8 +79,8 @@ def test_the_atari_convolution_equals_flax_conv_with_gradients_in_loops(
     shape, features, size, stride
 ):
     # networks.Conv computes its gradients as NHWC convolutions (XLA:CPU's generic loop for the
-    # labels JAX's own gradient has was 34× slower inside the learner's loop): the same
-    # parameters, values and gradients as nn.Conv, outside a loop and inside one.
+    # labels JAX's own gradient has was an order of magnitude slower inside the learner's loop):
+    # the same parameters, values and gradients as nn.Conv, outside a loop and inside one.
     from jaxrl_fdg.fragments.networks import Conv
 
     x = jax.random.normal(jax.random.key(0), shape)
