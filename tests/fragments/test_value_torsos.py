@@ -70,9 +70,10 @@ def test_a_pixel_run_is_the_same_under_step_and_scan(algo):
     ("shape", "features", "size", "stride"),
     [
         ((2, 84, 84, 4), 32, 8, 4),
-        ((3, 20, 20, 32), 64, 4, 2),
-        ((3, 9, 9, 6), 5, 3, 1),
         ((2, 3, 11, 11, 2), 4, 3, 2),  # a leading batch of two axes, an uneven stride
+        # Slow tier: the nature torso's other two layers.
+        pytest.param((3, 20, 20, 32), 64, 4, 2, marks=pytest.mark.slow),
+        pytest.param((3, 9, 9, 6), 5, 3, 1, marks=pytest.mark.slow),
     ],
 )
 def test_the_atari_convolution_equals_flax_conv_with_gradients_in_loops(

@@ -57,7 +57,15 @@ def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["status"] == "completed"
 
 
-@pytest.mark.parametrize("fusion", ["scan", "iteration", "fragment"])
+@pytest.mark.parametrize(
+    "fusion",
+    [
+        "scan",
+        # Slow tier: the scan case holds the contract; these donate their own programs.
+        pytest.param("iteration", marks=pytest.mark.slow),
+        pytest.param("fragment", marks=pytest.mark.slow),
+    ],
+)
 def test_a_donated_state_computes_the_same_and_resumes(tmp_path, monkeypatch, fusion):
     # A large state is donated to the programs that replace it (updated in place): lower the
     # threshold so this small one is, and check the run, its checkpoints and a resume.

@@ -85,7 +85,12 @@ def _squeeze(stack):
 
 @pytest.mark.parametrize(
     ("stack", "n_step", "num_envs", "rollout_len", "capacity"),
-    [(4, 1, 2, 5, 30), (3, 3, 3, 4, 36), (1, 2, 2, 6, 24)],
+    [
+        (3, 3, 3, 4, 36),
+        # Slow tier: the case above holds the stack, n-step and wrap-around contract.
+        pytest.param(4, 1, 2, 5, 30, marks=pytest.mark.slow),
+        pytest.param(1, 2, 2, 6, 24, marks=pytest.mark.slow),
+    ],
 )
 def test_every_slot_matches_the_transition_replay(stack, n_step, num_envs, rollout_len, capacity):
     episodes = StackedEpisodes(num_envs, stack, seed=stack * 10 + n_step)
@@ -128,7 +133,7 @@ def test_every_slot_matches_the_transition_replay(stack, n_step, num_envs, rollo
     assert saw_truncated_bootstrap  # the episodes above exercise truncation
 
 
-@pytest.mark.parametrize("prioritized", [False, True])
+@pytest.mark.parametrize("prioritized", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_sampling_draws_the_same_batch_as_the_transition_replay(prioritized):
     stack, n_step, num_envs, rollout_len, capacity = 4, 3, 2, 8, 64
     episodes = StackedEpisodes(num_envs, stack, seed=3)
