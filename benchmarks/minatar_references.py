@@ -32,6 +32,9 @@ from jaxrl_fdg import compare
 from jaxrl_fdg.plots import plot_runs
 from jaxrl_fdg.profiling import write_report
 
+sys.path.insert(0, str(Path(__file__).parent))
+from simulator_curves import TASKS  # noqa: E402  (PPO's MinAtar settings)
+
 RESULTS = Path(__file__).parent / "results"
 ENV = "gymnax/Breakout-MinAtar"
 SETTINGS = {
@@ -57,22 +60,12 @@ SETTINGS = {
             reward_scale=1.0,
         ),
     ),
-    "ppo": dict(
-        num_envs=64,
-        rollout_len=128,
-        total_steps=64 * 128 * 122,  # 999,424
-        hparams=dict(
-            torso="cnn",
-            activation="relu",
-            lr=5e-4,
-            num_minibatches=8,
-            update_epochs=4,
-            gamma=0.99,
-            gae_lambda=0.95,
-            clip_eps=0.2,
-            ent_coef=0.01,
-        ),
-    ),
+    # PureJaxRL's MinAtar settings, as the MinAtar curve of simulator_curves.py runs them, at
+    # whole iterations (its 1,000,000 steps run as 999,424).
+    "ppo": {
+        **{k: v for k, v in TASKS["minatar"].items() if k != "env"},
+        "total_steps": 64 * 128 * 122,
+    },
 }
 REFERENCES = {
     "pqn": "mttga/purejaxql purejaxql/config/alg/pqn_minatar.yaml, purejaxql/pqn_minatar.py",

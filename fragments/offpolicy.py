@@ -26,6 +26,7 @@ from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses, normalization
 from jaxrl_fdg.fragments.replay import (
+    FrameReplay,
     linear_beta,
     make_frame_replay,
     make_prioritized,
@@ -201,16 +202,12 @@ def storage(ctx: AlgorithmContext) -> tuple[str, int]:
     return kind, stack
 
 
-def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
-    """The replay fragment from :class:`OffPolicyConfig` fields of ``ctx.hparams``: its
-    ``apply`` stores each rollout as n-step experience (``gamma`` discounts the returns), its
-    ``sample`` method writes the ``batch`` of a round, its ``update`` method takes the
-    ``td_error`` as new priorities. It publishes ``replay_size`` and ``replay_ready`` (enough
-    stored to sample a batch).
-
-    Observations are stored as :func:`storage` says: whole transitions, or each frame once
-    (:mod:`~jaxrl_fdg.fragments.replay.frames`); the sampled batches are the same.
-    """
+def replay_buffer(ctx: AlgorithmContext, gamma: float) -> FrameReplay:
+    """The replay's pure functions from :class:`OffPolicyConfig` fields of ``ctx.hparams``,
+    storing observations as :func:`storage` says: whole n-step transitions (``gamma`` discounts
+    their returns), or each frame once (:mod:`~jaxrl_fdg.fragments.replay.frames`). Either way
+    ``init(example_observation, example_action)`` makes the state, ``store`` takes a rollout,
+    and the sampled batches are the same."""
     hp = ctx.hparams
     if hp.replay == "prioritized":
         buffer = make_prioritized(
@@ -218,12 +215,9 @@ def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
         )
     else:
         buffer = make_uniform(hp.buffer_size, hp.batch_size)
-    total_steps = ctx.num_iterations * ctx.batch_size
-    beta = linear_beta(hp.priority_beta, total_steps)
-    example = example_experience(ctx)
     kind, stack = storage(ctx)
     if kind == "frames":
-        frames = make_frame_replay(
+        return make_frame_replay(
             buffer,
             capacity=hp.buffer_size,
             num_envs=ctx.num_envs,
@@ -234,40 +228,50 @@ def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
             make_transitions=Experience,
         )
 
-        def init(key):
-            return frames.init(example.observation, example.action)
+    def init(observation, action):
+        scalar = jnp.zeros((), jnp.float32)
+        return buffer.init(Experience(observation, action, scalar, scalar, observation))
 
-        add = frames.store
-        draw, reprioritize, ready = frames.sample, frames.update_priorities, frames.can_sample
-    else:
+    def store(state, trajectory):
+        return buffer.add(state, n_step_experience(trajectory, gamma, hp.n_step))
 
-        def init(key):
-            return buffer.init(example)
+    def lookup(state, indices):
+        transitions = jax.tree.map(lambda x: x[indices], state.storage)
+        return transitions, jnp.ones(indices.shape, bool)
 
-        def add(state, trajectory):
-            return buffer.add(state, n_step_experience(trajectory, gamma, hp.n_step))
+    return FrameReplay(
+        init, store, buffer.sample, lookup, buffer.update_priorities, buffer.can_sample
+    )
 
-        draw, reprioritize, ready = buffer.sample, buffer.update_priorities, buffer.can_sample
+
+def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
+    """The replay fragment over :func:`replay_buffer`: its ``apply`` stores each rollout as
+    n-step experience (``gamma`` discounts the returns), its ``sample`` method writes the
+    ``batch`` of a round, its ``update`` method takes the ``td_error`` as new priorities. It
+    publishes ``replay_size`` and ``replay_ready`` (enough stored to sample a batch)."""
+    buffer = replay_buffer(ctx, gamma)
+    beta = linear_beta(ctx.hparams.priority_beta, ctx.num_iterations * ctx.batch_size)
+    example = example_experience(ctx)
 
     def store(state, inputs, key):
         del key
-        return add(state, inputs["trajectory"]), {}
+        return buffer.store(state, inputs["trajectory"]), {}
 
     def sample(state, inputs, key):
-        return state, {"batch": draw(state, key, beta(inputs["env_steps"]))}
+        return state, {"batch": buffer.sample(state, key, beta(inputs["env_steps"]))}
 
     def update(state, inputs, key):
         del key  # deterministic: new priorities for the sampled slots
         batch = inputs["batch"]
-        return reprioritize(state, batch.indices, batch.writes, inputs["td_error"]), {}
+        return buffer.update_priorities(state, batch.indices, batch.writes, inputs["td_error"]), {}
 
     return fragment(
         "replay",
         Role.REPLAY,
         store,
-        init=init,
+        init=lambda key: buffer.init(example.observation, example.action),
         inputs=("trajectory",),
-        publish=lambda state: {"replay_size": state.size, READY: ready(state)},
+        publish=lambda state: {"replay_size": state.size, READY: buffer.can_sample(state)},
         published=("replay_size", READY),
         methods=(
             Method("sample", sample, inputs=("env_steps",), outputs=("batch",)),
