@@ -41,7 +41,16 @@ _CHOICES = {
     ),
     "dp_backend": lambda: " | ".join(policies.DP_BACKENDS),
 }
-_TEXT_FLAGS = ("out", "run_name", "profile", "placement", "dp_backend", "coordinator")
+_TEXT_FLAGS = (
+    "out",
+    "run_name",
+    "profile",
+    "placement",
+    "dp_backend",
+    "coordinator",
+    "pbt_perturb",
+    "pbt_metric",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -145,7 +145,10 @@ def to_mapping(resolved: Resolved) -> dict[str, Any]:
         k: list(v) if isinstance(v, tuple) else v
         for k, v in dataclasses.asdict(resolved.hparams).items()
     }
-    data["hparams"].update({k: list(v) for k, v in resolved.sweep.items()})
+    # A grid as its list of values, a search range as its text (the lanes are drawn from it).
+    data["hparams"].update(
+        {k: list(v) if isinstance(v, tuple) else str(v) for k, v in resolved.sweep.items()}
+    )
     # The run folder's own name is not part of what the run computes: a re-run gets a new one.
     data.pop("run_name")
     # TOML has no null: leave unset optional values out; loading restores the default (None).

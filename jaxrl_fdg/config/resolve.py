@@ -14,12 +14,13 @@ from typing import Any, NamedTuple
 from jaxrl_fdg import envs, plugins, policies, validate
 from jaxrl_fdg.config import loggers
 from jaxrl_fdg.config.schema import TrainConfig
-from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
+from jaxrl_fdg.config.sweeps import Distribution, Lane, is_search, lanes, split_sweep
 from jaxrl_fdg.config.values import make_hparams
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.lagged import POLICY_LAGS
 from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.policies import population
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
 
 SEED_MAX = 2**32 - 1
@@ -101,6 +102,7 @@ def _place(
         )
     _, sweep = split_sweep(spec, config.hparams)
     runs = lanes(config, sweep)
+    population.check(config, sweep, len(runs))
     placement = policies.select(config, len(runs))
     if config.fusion == policies.AUTO_FUSION:  # checked in the most fused mode it runs
         placement.check(config.replace(fusion=placement.fusion_modes[-1]), env, spec)
@@ -184,10 +186,26 @@ def check_values(
         )
     _check_run_name(config.run_name)
     fixed, sweep = split_sweep(spec, config.hparams)
-    for name, values in sweep.items():  # each swept value is checked like a single one
+    validate.non_negative("num_lanes", config.num_lanes)
+    if is_search(sweep) != bool(config.num_lanes):
+        raise ConfigError(
+            f"num_lanes = {config.num_lanes}: a random search needs both num_lanes and a "
+            "hyperparameter range (e.g. --lr loguniform:1e-4:1e-2 --num-lanes 16)"
+            if config.num_lanes
+            else "a hyperparameter range (KIND:LOW:HIGH) makes a random search: give its "
+            "number of lanes, --num-lanes N"
+        )
+    if config.num_lanes and config.num_seeds != 1:
+        raise ConfigError(
+            f"num_seeds = {config.num_seeds}: each lane of a random search has a seed of its "
+            "own (seed, seed + 1, ...); leave num_seeds at 1 and set num_lanes"
+        )
+    # Each swept value (each end of a range) is checked like a single one.
+    checked = {k: (v.low, v.high) if isinstance(v, Distribution) else v for k, v in sweep.items()}
+    for name, values in checked.items():
         for value in values:
             make_hparams(spec, {**fixed, name: value})
-    return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in sweep.items()}})
+    return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in checked.items()}})
 
 
 def _check_autos_in_one_process(config: TrainConfig) -> None:

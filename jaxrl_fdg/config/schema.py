@@ -74,7 +74,8 @@ class TrainConfig:
       run_name: the run folder's name (default: ``{algo}-{env}-{fusion}-s{seed}-{time}``).
       log_every: iterations between host boundaries (progress, metrics); 0 chooses about
         ``AUTO_BOUNDARIES`` boundaries per run. In ``scan`` mode it is also the number of
-        iterations fused into one program call.
+        iterations fused into one program call. With ``pbt_every``, at most a population step's
+        interval, so that each step has a row.
       progress: show live progress while training.
       profile: timing mode, one of ``off | host | sync | trace`` (see ``jaxrl_fdg.profiling``).
       compile_cache: turn on JAX's persistent compilation cache in the user cache directory, so a
@@ -92,6 +93,15 @@ class TrainConfig:
       num_seeds: independent runs with seeds ``seed, seed + 1, ...`` in one program (vmapped);
         each computes what the run with its seed alone computes. Per-seed metrics go to
         ``seed-<seed>/`` inside the run folder; the run's own rows average over seeds.
+      num_lanes: with a hyperparameter given as a range (``loguniform:LOW:HIGH``,
+        ``uniform:LOW:HIGH``), the number of points a random search draws; lane ``i`` has seed
+        ``seed + i`` and computes what that point run alone with that seed computes.
+      pbt_every, pbt_quantile, pbt_perturb, pbt_resample, pbt_metric: population-based
+        training across the lanes (:mod:`jaxrl_fdg.config.pbt`): every ``pbt_every`` env steps
+        the lanes are ranked by ``pbt_metric``; the worst ``pbt_quantile`` copy a lane of the
+        best ``pbt_quantile`` (its learner, optimizer, normaliser and replay) and multiply
+        each swept hyperparameter by one of ``pbt_perturb``'s factors, or draw it afresh with
+        chance ``pbt_resample``.
       placement: a registered placement (``jaxrl_fdg.policies``): ``single`` (one device);
         ``data_parallel`` (``num_envs`` split into ``devices`` shards, gradients averaged across
         them); ``actor_learner`` (the rollout on one device, the learner on another); or
@@ -146,6 +156,36 @@ class TrainConfig:
     seed: int = setting(0, EXPERIMENT, "random seed")
     num_seeds: int = setting(
         1, EXPERIMENT, "independent runs (seeds seed, seed+1, ...) in one vmapped program"
+    )
+    num_lanes: int = setting(
+        0,
+        EXPERIMENT,
+        "lanes of a random search: points drawn from the hyperparameters given as ranges "
+        "(e.g. --lr loguniform:1e-4:1e-2), seeds seed, seed+1, ...",
+    )
+    pbt_every: int = setting(
+        0,
+        EXPERIMENT,
+        "env steps between population-based training steps across the lanes: the worst "
+        "copy the best and perturb their swept hyperparameters (0: off)",
+    )
+    pbt_quantile: float = setting(
+        0.25, EXPERIMENT, "PBT: the fraction of lanes that copy, and that are copied"
+    )
+    pbt_perturb: str = setting(
+        "0.8,1.25", EXPERIMENT, "PBT: factors a copied swept hyperparameter is multiplied by"
+    )
+    pbt_resample: float = setting(
+        0.25,
+        EXPERIMENT,
+        "PBT: the chance a copied hyperparameter is drawn afresh (from its range or list) "
+        "instead of perturbed",
+    )
+    pbt_metric: str = setting(
+        "episode_return",
+        EXPERIMENT,
+        "PBT: what lanes are ranked by, its mean since the last step: episode_return, or a "
+        "learner metric (-NAME: lower is better)",
     )
     policy_lag: int = setting(
         0,
@@ -260,8 +300,12 @@ class TrainConfig:
     @property
     def boundary_every(self) -> int:
         if self._setting("log_every"):
-            return min(self.log_every, self.num_iterations)
-        return max(1, -(-self.num_iterations // AUTO_BOUNDARIES))
+            every = min(self.log_every, self.num_iterations)
+        else:
+            every = max(1, -(-self.num_iterations // AUTO_BOUNDARIES))
+        if self.pbt_every:  # a row per population step at least: each lane's lineage is whole
+            every = min(every, max(1, self.pbt_every // self.steps_per_iteration))
+        return every
 
     def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)

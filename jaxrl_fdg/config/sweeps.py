@@ -1,7 +1,10 @@
-"""Sweeps: the lanes of a run (each combination of swept values, times each seed).
+"""Sweeps: the lanes of a run (each combination of swept values, times each seed; or points drawn
+at random).
 
-A list of values given for a float hyperparameter sweeps it; all lanes run in one vmapped
-program (``jaxrl_fdg.policies.replication``). The lanes are computed once, by
+A list of values given for a float hyperparameter sweeps it (a grid); a distribution,
+``loguniform:LOW:HIGH`` or ``uniform:LOW:HIGH``, makes the run a random search of ``num_lanes``
+points, each lane with a seed of its own. All lanes run in one vmapped program
+(``jaxrl_fdg.policies.replication``). The lanes are computed once, by
 :func:`jaxrl_fdg.config.resolve`, and read from ``Resolved.lanes`` everywhere else.
 """
 
@@ -9,9 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import typing
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from jaxrl_fdg.config.schema import TrainConfig
 from jaxrl_fdg.config.values import coerce
@@ -32,9 +38,57 @@ class Lane(NamedTuple):
         return "-".join([*(f"{k}={v!r}" for k, v in self.point.items()), f"seed-{self.seed}"])
 
 
-def lanes(config: TrainConfig, sweep: Mapping[str, tuple[float, ...]]) -> tuple[Lane, ...]:
-    """The runs ``config`` describes, in the order of the vmapped axis: each combination of the
-    ``sweep``'s values (the first hyperparameter varying slowest), and within it each seed."""
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """A hyperparameter's search range: ``loguniform`` (uniform in its logarithm) or
+    ``uniform`` between ``low`` and ``high``."""
+
+    kind: str
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.low!r}:{self.high!r}"
+
+    def sample(self, rng: np.random.Generator) -> float:
+        if self.kind == "loguniform":
+            return float(np.float32(math.exp(rng.uniform(math.log(self.low), math.log(self.high)))))
+        return float(np.float32(rng.uniform(self.low, self.high)))
+
+
+DISTRIBUTIONS = ("loguniform", "uniform")
+# Mixed into the seed of the random search's draws, so they are not the run's key stream.
+_SEARCH_STREAM = 0x5EA6C4
+
+# A swept hyperparameter: its values (a grid) or its range (a random search).
+Swept = tuple[float, ...] | Distribution
+
+
+def is_search(sweep: Mapping[str, Swept]) -> bool:
+    """Whether ``sweep`` draws its points at random (any hyperparameter given a range)."""
+    return any(isinstance(v, Distribution) for v in sweep.values())
+
+
+def lanes(config: TrainConfig, sweep: Mapping[str, Swept]) -> tuple[Lane, ...]:
+    """The runs ``config`` describes, in the order of the vmapped axis.
+
+    A grid: each combination of the ``sweep``'s values (the first hyperparameter varying
+    slowest), and within it each seed. A random search: ``num_lanes`` points, lane ``i`` with
+    seed ``seed + i``, each hyperparameter given a range drawn from it and each given a list
+    drawn uniformly from the list; the draws depend on ``seed`` alone.
+    """
+    if is_search(sweep):
+        rng = np.random.default_rng([config.seed, _SEARCH_STREAM])
+        draws = []
+        for _ in range(config.num_lanes):
+            point = {}
+            for name, swept in sweep.items():
+                if isinstance(swept, Distribution):
+                    point[name] = swept.sample(rng)
+                else:
+                    point[name] = swept[int(rng.integers(len(swept)))]
+            draws.append(point)
+        return tuple(Lane(config.seed + i, point) for i, point in enumerate(draws))
     points = [
         dict(zip(sweep, values, strict=True)) for values in itertools.product(*sweep.values())
     ]
@@ -42,19 +96,45 @@ def lanes(config: TrainConfig, sweep: Mapping[str, tuple[float, ...]]) -> tuple[
     return tuple(Lane(seed, point) for point in points for seed in seeds)
 
 
+def parse_distribution(name: str, value: Any) -> Distribution | None:
+    """``value`` as a :class:`Distribution` if it is one's text (``loguniform:1e-4:1e-2``),
+    else ``None``; a malformed range is explained."""
+    if not isinstance(value, str) or ":" not in value:
+        return None
+    kind, *bounds = value.split(":")
+    if kind not in DISTRIBUTIONS or len(bounds) != 2:
+        raise ConfigError(
+            f"hyperparameter {name} = {value!r}: a search range is KIND:LOW:HIGH with KIND one "
+            f"of {', '.join(DISTRIBUTIONS)} (e.g. loguniform:1e-4:1e-2)"
+        )
+    low, high = (coerce(name, b, float) for b in bounds)
+    if not low < high or (kind == "loguniform" and low <= 0):
+        raise ConfigError(
+            f"hyperparameter {name} = {value!r}: a search range needs LOW < HIGH"
+            + (", both positive for loguniform" if kind == "loguniform" else "")
+        )
+    return Distribution(kind, low, high)
+
+
 def split_sweep(
     spec: AlgorithmSpec, overrides: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, tuple[float, ...]]]:
-    """``(single overrides, {swept hyperparameter: its values})``.
+) -> tuple[dict[str, Any], dict[str, Swept]]:
+    """``(single overrides, {swept hyperparameter: its values or its range})``.
 
-    A list, or a comma-separated string, given for a float hyperparameter is a sweep. Only
-    floats can be swept in one program: they enter the computation as values, while the others
-    (sizes, counts, switches, names) decide the program's shape or structure.
+    A list, or a comma-separated string, given for a float hyperparameter is a sweep; a range
+    (``loguniform:LOW:HIGH``, ``uniform:LOW:HIGH``) makes a random search. Only floats can be
+    swept in one program: they enter the computation as values, while the others (sizes,
+    counts, switches, names) decide the program's shape or structure.
     """
     fields = {f.name for f in dataclasses.fields(spec.hparams)}
     hints = typing.get_type_hints(spec.hparams)
     fixed, sweep = {}, {}
     for name, value in overrides.items():
+        if name in fields and hints[name] is float:
+            distribution = parse_distribution(name, value)
+            if distribution is not None:
+                sweep[name] = distribution
+                continue
         values = value.split(",") if isinstance(value, str) and "," in value else value
         many = isinstance(values, (list, tuple)) and not isinstance(values, str)
         if not many or name not in fields or typing.get_origin(hints[name]) is tuple:

@@ -25,9 +25,11 @@ import numpy as np
 
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
-from jaxrl_fdg.core.types import LoopState
+from jaxrl_fdg.core.types import LoopState, Metrics
 from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.policies import population
 from jaxrl_fdg.policies.base import LoopBuilder, env_fragment
+from jaxrl_fdg.policies.population import POPULATION, Population, PopulationState
 from jaxrl_fdg.policies.single import Single
 
 if TYPE_CHECKING:  # types only: config and envs sit above policies
@@ -48,6 +50,9 @@ class SeedLoop(LoopWrapper):
       num_seeds: the number of lanes (runs).
       sweep: per swept hyperparameter, its value in each lane (``[num_seeds]``).
       build: a lane's loop from its swept values; required with ``sweep``.
+      population: population-based training across the lanes
+        (:mod:`jaxrl_fdg.policies.population`); needs a sweep. The swept values then live in the
+        state (``fragments[POPULATION]``), where its steps change them.
     """
 
     def __init__(
@@ -56,16 +61,20 @@ class SeedLoop(LoopWrapper):
         num_seeds: int,
         sweep: Mapping[str, Sequence[float]] | None = None,
         build: Builder | None = None,
+        population: Population | None = None,
     ):
         super().__init__(loop)
         self.num_seeds = num_seeds
         if sweep and build is None:
             raise ValueError("a sweep needs build: the loop of a lane's hyperparameter values")
-        values = {k: np.asarray(v, np.float32) for k, v in (sweep or {}).items()}
-        if values:
-            self._lanes = lambda method, *axes: _swept(build, method, values, *axes)
+        if population is not None and not sweep:
+            raise ValueError("population-based training needs swept hyperparameters to explore")
+        self._values = {k: np.asarray(v, np.float32) for k, v in (sweep or {}).items()}
+        self.population = population
+        if self._values:
+            self._lanes = lambda method, *axes: _swept(build, method, *axes)
         else:
-            self._lanes = lambda method, *axes: jax.vmap(method(loop), *axes)
+            self._lanes = lambda method, *axes: _unswept(jax.vmap(method(loop), *axes))
         # The iteration counter is one for all lanes, which advance together: kept unbatched,
         # a periodic node's condition on it stays a branch (a batched one would run both).
         self._init = self._lanes(lambda lane: lane.init, 0, _STATE)
@@ -76,44 +85,93 @@ class SeedLoop(LoopWrapper):
         self._stack = self._lanes(lambda lane: lane.stack)
 
     def init(self, key):
-        return self._init(key)
+        state = self._init(self._values, key)
+        if self.population is None:
+            return state
+        values = {k: jnp.asarray(v) for k, v in self._values.items()}
+        return _with(state, self.population.init(values))
 
     def begin(self, state):
-        return self._begin(state)
+        (state, k_rollout, k_learn), population = self._split(self._begin, state)
+        return _with(state, population), k_rollout, k_learn
 
     def rollout(self, state, fixed=None):
         if fixed is not None:
             raise ValueError("the lanes of a SeedLoop read their edges from their own state")
-        return self._rollout(state)
+        (state, trajectory, k_learn), population = self._split(self._rollout, state)
+        return _with(state, population), trajectory, k_learn
 
     def learn(self, state, trajectory, key):
-        return self._learn(state, trajectory, key)
+        return self._learned(*self._split(self._learn, state, trajectory, key))
 
     def iteration(self, state, _=None):
-        return self._iteration(state)
+        return self._learned(*self._split(self._iteration, state))
 
     def stack(self, transitions):
-        return self._stack(transitions)
+        return self._stack(self._values, transitions)
 
     def step_fn(self, index: int):
-        return self._lanes(lambda lane: lane.step_fn(index))
+        step = self._lanes(lambda lane: lane.step_fn(index))
+        if self.population is None:
+            return lambda *args: step(self._values, *args)
+        # The hyperparameters travel with the state of the call (see unroll).
+        return lambda packed, *args: step(packed[0], packed[1], *args)
+
+    def unroll(self, state, key, run, steps=None):
+        if self.population is None:
+            return self.inner.unroll(state, key, run, steps)
+        hparams = state.fragments[POPULATION].hparams
+
+        def with_hparams(index, call_state, *args):  # what step_fn takes under a population
+            return run(index, (hparams, call_state), *args)
+
+        return self.inner.unroll(state, key, with_hparams, steps)
+
+    def _split(self, method: Callable, state: LoopState, *args):
+        """``method`` (batched) on ``state`` with each lane's hyperparameters: the sweep's, or
+        the population's (taken out of the state); returns its outputs and the population."""
+        if self.population is None:
+            return method(self._values, state, *args), None
+        fragments = dict(state.fragments)
+        population = fragments.pop(POPULATION)
+        return method(population.hparams, state._replace(fragments=fragments), *args), population
+
+    def _learned(self, outputs: tuple[LoopState, Metrics], population: PopulationState | None):
+        """After the learn phase: a population's step, where one is due."""
+        state, metrics = outputs
+        if population is None:
+            return state, metrics
+        population, fragments, metrics = self.population.after_learn(
+            population, state.fragments, state.iteration, metrics
+        )
+        return _with(state._replace(fragments=fragments), population), metrics
+
+
+def _with(state: LoopState, population: PopulationState | None) -> LoopState:
+    """``state`` with the population's state beside the fragments'."""
+    if population is None:
+        return state
+    return state._replace(fragments={**state.fragments, POPULATION: population})
 
 
 # How a LoopState is laid out over the lanes: all but the iteration counter per lane.
 _STATE = LoopState(fragments=0, key=0, iteration=None, pending=0)
 
 
-def _swept(
-    build: Builder, method: Callable, values: dict[str, np.ndarray], in_axes=0, out_axes=0
-) -> Callable:
-    """``method(loop)`` of each lane's own loop, vmapped over the lanes and their values."""
+def _swept(build: Builder, method: Callable, in_axes=0, out_axes=0) -> Callable:
+    """``method(loop)`` of each lane's own loop, vmapped over the lanes; the lanes' swept
+    values (``{name: [lanes]}``) come first."""
 
     def per_lane(lane_values, *args):
         return method(build(lane_values))(*args)
 
     axes = (0, *in_axes) if isinstance(in_axes, tuple) else 0
-    batched = jax.vmap(per_lane, in_axes=axes, out_axes=out_axes)
-    return lambda *args: batched({k: jnp.asarray(v) for k, v in values.items()}, *args)
+    return jax.vmap(per_lane, in_axes=axes, out_axes=out_axes)
+
+
+def _unswept(batched: Callable) -> Callable:
+    """A batched method with the (empty) swept values first, like :func:`_swept`'s."""
+    return lambda _values, *args: batched(*args)
 
 
 def seed_keys(seed: int | Sequence[int], num_seeds: int | None = None) -> jax.Array:
@@ -151,7 +209,9 @@ class Replicated(Single):
         env = env_fragment(resolved)
         lanes = resolved.lanes
         sweep = {name: [lane.point[name] for lane in lanes] for name in resolved.sweep}
-        return SeedLoop(build(env, {}), len(lanes), sweep, lambda swept: build(env, swept))
+        loop = build(env, {})
+        pbt = population.from_config(resolved.config, resolved.sweep, loop.learner_side)
+        return SeedLoop(loop, len(lanes), sweep, lambda swept: build(env, swept), pbt)
 
     def initial_key(self, resolved: Resolved) -> jax.Array:
         return seed_keys([lane.seed for lane in resolved.lanes])

@@ -1,0 +1,247 @@
+"""Population-based training across the lanes of one program, and random searches."""
+
+import csv
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.config import resolve
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.policies.population import POPULATION, Population, Range
+
+# 4 lanes (2 learning rates × 2 seeds), 16 env steps per iteration, a step every 2 iterations.
+PPO = rl.TrainConfig(
+    total_steps=16 * 6,
+    num_envs=2,
+    rollout_len=8,
+    num_seeds=2,
+    out=None,
+    progress=False,
+    log_every=3,
+    pbt_every=32,
+    hparams={"num_minibatches": 2, "update_epochs": 1, "lr": [3e-3, 1e-5]},
+)
+# An off-policy one: a replay is copied, and ε (read by the actor, in the step body) is explored.
+DQN = rl.TrainConfig(
+    algo="dqn",
+    total_steps=16 * 6,
+    num_envs=4,
+    rollout_len=4,
+    out=None,
+    progress=False,
+    log_every=2,
+    pbt_every=32,
+    pbt_resample=0.5,
+    hparams={
+        "learning_starts": 16,
+        "batch_size": 8,
+        "buffer_size": 64,
+        "hidden_sizes": (16,),
+        "epsilon_end": "uniform:0.01:0.2",
+        "lr": [1e-3, 1e-4],
+    },
+    num_lanes=4,
+)
+
+
+def _assert_same(a, b):
+    jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+@pytest.fixture(scope="module")
+def scan_runs():
+    return {"ppo": rl.train(PPO), "dqn": rl.train(DQN)}
+
+
+@pytest.mark.parametrize(
+    "name, fusion",
+    [
+        ("ppo", "step"),
+        ("dqn", "step"),
+        ("ppo", "iteration"),
+        # Slow tier: the step mode (the farthest from scan) holds the contract for both.
+        pytest.param("ppo", "fragment", marks=pytest.mark.slow),
+        pytest.param("dqn", "fragment", marks=pytest.mark.slow),
+        pytest.param("dqn", "iteration", marks=pytest.mark.slow),
+    ],
+)
+def test_every_fusion_mode_computes_the_same_population(scan_runs, name, fusion):
+    config = {"ppo": PPO, "dqn": DQN}[name]
+    run = rl.train(config.replace(fusion=fusion))
+    reference = scan_runs[name]
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+        run.state.fragments,
+        reference.state.fragments,
+    )
+    for key in reference.metrics:
+        np.testing.assert_allclose(
+            run.metrics[key], reference.metrics[key], rtol=1e-5, atol=1e-6, err_msg=key
+        )
+
+
+def test_the_worst_lanes_copy_the_best_and_explore(scan_runs):
+    run = scan_runs["ppo"]
+    population = run.state.fragments[POPULATION]
+    parents = run.metrics["pbt/parent"]  # [iterations, lanes]
+    copied_at = run.metrics["pbt/copied_at"]
+    # One lane of four (quantile 0.25) copies at each step: iterations 2, 4 and 6.
+    steps = sorted({int(i) for i in copied_at[-1] if i >= 0} | {2})
+    assert set(steps) <= {2, 4, 6}
+    assert np.all(copied_at[:1] == -1)  # before the first step nobody has copied
+    first = copied_at[1]  # the row of iteration 2
+    assert (first == 2).sum() == 1
+    mover = int(np.argmax(first == 2))
+    donor = int(parents[1, mover])
+    assert donor != mover
+    # The mover's learning rate is the donor's times 0.8 or 1.25, or drawn afresh from the grid.
+    lr = run.metrics["pbt/lr"]
+    donor_lr = lr[0, donor]
+    assert any(
+        np.isclose(lr[1, mover], v, rtol=1e-6)
+        for v in (0.8 * donor_lr, 1.25 * donor_lr, 3e-3, 1e-5)
+    )
+    assert population.hparams["lr"].shape == (4,)
+
+
+def test_a_copy_takes_the_donors_learner_and_keeps_its_environments():
+    population = Population(
+        every=1,
+        quantile=0.25,
+        factors=(2.0,),
+        resample=0.0,
+        metric="episode_return",
+        minimize=False,
+        ranges={"lr": Range("loguniform", (1e-4, 1e-2)), "gamma": Range("choice", (0.9, 0.99))},
+        seed=0,
+        copied=("learner",),
+    )
+    state = population.init({"lr": jnp.array([1e-3, 2e-3, 4e-3, 8e-3]), "gamma": jnp.full(4, 0.9)})
+    fragments = {"learner": {"w": jnp.arange(4.0) * 10}, "env": {"s": jnp.arange(4.0)}}
+    # Lane 2 returns least, lane 1 most: lane 2 copies lane 1 (the only one of the best quarter).
+    metrics = {"episode_return_sum": jnp.array([5.0, 9.0, 1.0, 3.0]), "episodes": jnp.ones(4)}
+    state, fragments, lineage = population.after_learn(state, fragments, jnp.int32(1), metrics)
+    np.testing.assert_array_equal(fragments["learner"]["w"], [0.0, 10.0, 10.0, 30.0])
+    np.testing.assert_array_equal(fragments["env"]["s"], [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(lineage["pbt/parent"], [-1, -1, 1, -1])
+    np.testing.assert_array_equal(lineage["pbt/copied_at"], [-1, -1, 1, -1])
+    # Perturbed (×2) from the donor's value and clipped to the range; a list's value ×2 as well.
+    np.testing.assert_allclose(lineage["pbt/lr"], [1e-3, 2e-3, 4e-3, 8e-3])
+    np.testing.assert_allclose(lineage["pbt/gamma"], [0.9, 0.9, 1.8, 0.9])
+    np.testing.assert_allclose(state.score, [5.0, 9.0, 9.0, 3.0])
+    # Lower is better with minimize; and a lane with no episodes keeps its score.
+    flipped = Population(**{**population.__dict__, "minimize": True, "factors": (1.0,)})
+    state = flipped.init({"lr": jnp.full(4, 1e-3), "gamma": jnp.full(4, 0.9)})
+    metrics = {"episode_return_sum": jnp.array([5.0, 9.0, 1.0, 3.0]), "episodes": jnp.ones(4)}
+    _, fragments, lineage = flipped.after_learn(
+        state, {"learner": {"w": jnp.arange(4.0)}}, jnp.int32(1), metrics
+    )
+    np.testing.assert_array_equal(lineage["pbt/parent"], [-1, 2, -1, -1])
+
+
+def test_a_step_is_due_only_on_its_interval():
+    population = Population(
+        1 * 3, 0.5, (1.0,), 0.0, "loss", True, {"lr": Range("choice", (1.0,))}, 0
+    )
+    state = population.init({"lr": jnp.ones(2)})
+    metrics = {"loss": jnp.array([1.0, 2.0])}
+    for iteration in (1, 2):
+        state, _, lineage = population.after_learn(state, {}, jnp.int32(iteration), metrics)
+        assert lineage["pbt/copied_at"].max() == -1
+    state, _, lineage = population.after_learn(state, {}, jnp.int32(3), metrics)
+    np.testing.assert_array_equal(lineage["pbt/copied_at"], [-1, 3])
+    np.testing.assert_allclose(state.score, [1.0, 1.0])  # lane 1 copied lane 0's score
+
+
+def test_each_lane_folder_holds_its_lineage(tmp_path):
+    # log_every 3 iterations, a step every 2: rows every 2.
+    rl.train(PPO.replace(out=str(tmp_path), run_name="pbt", log_every=3))
+    resolved = resolve(PPO)
+    folders = [tmp_path / "pbt" / lane.name for lane in resolved.lanes]
+    rows = [list(csv.DictReader((f / "metrics.csv").open())) for f in folders]
+    # A row at every step at least (the rows would otherwise hide copies).
+    assert [int(r["iteration"]) for r in rows[0]] == [2, 4, 6]
+    for lane_rows in rows:
+        assert {"pbt/lr", "pbt/parent", "pbt/copied_at", "pbt/score"} <= set(lane_rows[0])
+    top = list(csv.DictReader((tmp_path / "pbt" / "metrics.csv").open()))
+    assert not any(k.startswith("pbt/") for k in top[0])  # no mean of lineage over lanes
+
+
+def test_a_population_resumes_bit_for_bit(tmp_path):
+    config = PPO.replace(out=str(tmp_path), checkpoint_every=32, log_every=2)
+    full = rl.train(config.replace(run_name="full"))
+    rl.train(config.replace(run_name="part"))
+    checkpoints = tmp_path / "part" / "checkpoints"
+    for late in [p for p in checkpoints.iterdir() if p.name.isdigit() and int(p.name) > 2]:
+        shutil.rmtree(late)
+    resumed = rl.train(config.replace(run_name="part"), resume=tmp_path / "part")
+    _assert_same(resumed.state.fragments, full.state.fragments)
+
+
+def test_a_random_search_draws_its_lanes_from_the_seed():
+    config = PPO.replace(
+        num_seeds=1,
+        num_lanes=6,
+        pbt_every=0,
+        hparams={"lr": "loguniform:1e-4:1e-2", "gamma": [0.9, 0.99]},
+    )
+    lanes = resolve(config).lanes
+    assert [lane.seed for lane in lanes] == list(range(6))
+    assert all(1e-4 <= lane.point["lr"] <= 1e-2 for lane in lanes)
+    assert all(lane.point["gamma"] in (0.9, 0.99) for lane in lanes)
+    assert len({lane.point["lr"] for lane in lanes}) == 6
+    assert lanes == resolve(config).lanes  # the same draws every time
+    assert lanes != resolve(config.replace(seed=1)).lanes
+
+
+def test_a_random_search_lane_equals_its_point_run_alone():
+    config = PPO.replace(
+        num_seeds=1,
+        num_lanes=2,
+        pbt_every=0,
+        total_steps=32,
+        hparams={**PPO.hparams, "lr": "loguniform:1e-4:1e-2"},
+    )
+    searched = rl.train(config)
+    lane = resolve(config).lanes[1]
+    alone = rl.train(
+        config.replace(num_lanes=0, seed=lane.seed, hparams={**config.hparams, **lane.point})
+    )
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a[1], b, rtol=1e-4, atol=1e-5),
+        searched.state.fragments,
+        alone.state.fragments,
+    )
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(hparams={"num_minibatches": 2}), "sweep at least one"),
+        (dict(pbt_quantile=0.1), "of 4 lanes is no lane"),
+        (dict(pbt_quantile=0.75), "pbt_quantile must be in (0, 0.5]"),
+        (dict(pbt_perturb="0.8,x"), "pbt_perturb = '0.8,x'"),
+        (dict(pbt_resample=2.0), "pbt_resample must be in [0, 1]"),
+        (dict(pbt_every=8), "less than one iteration"),
+        (dict(num_lanes=4), "a random search needs both num_lanes and a hyperparameter range"),
+        (
+            dict(num_lanes=4, hparams={"lr": "loguniform:1e-4:1e-2"}),
+            "each lane of a random search has a seed of its own",
+        ),
+        (dict(hparams={"lr": "loguniform:1e-4:1e-2"}), "--num-lanes N"),
+        (dict(num_seeds=1, num_lanes=2, hparams={"lr": "loguniform:-1:1e-2"}), "both positive"),
+        (dict(num_seeds=1, num_lanes=2, hparams={"lr": "normal:0:1"}), "KIND one of"),
+    ],
+)
+def test_wrong_population_settings_are_refused(changes, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        resolve(PPO.replace(**changes))
+
+
+def test_an_unknown_ranking_metric_names_the_valid_ones():
+    with pytest.raises(ConfigError, match="pbt_metric = 'nope' is not a metric.*approx_kl"):
+        rl.train(PPO.replace(pbt_metric="nope"))
