@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxrl_fdg import compare, envs, plots, plugins, policies
+from jaxrl_fdg import compare, envs, lineage, plots, plugins, policies
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.errors import ConfigError, OutOfMemory, one_line
@@ -180,6 +180,13 @@ def _add_plot(plot: argparse.ArgumentParser) -> None:
         dest="output",
         metavar="FILE",
         help=f"image file (default: {plots.DEFAULT_OUTPUT} here, or in the run folder of one run)",
+    )
+    plot.add_argument(
+        "--lineage",
+        action="store_true",
+        help="one population-based training run (--pbt-every): each lane's metric and "
+        "hyperparameters over the run, and each copy between lanes "
+        f"(default file: {lineage.DEFAULT_OUTPUT} in the run folder)",
     )
 
 
@@ -388,6 +395,12 @@ def _list() -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
+    if args.lineage:
+        if len(args.runs) != 1:
+            raise ConfigError(f"--lineage draws one run, got {len(args.runs)}")
+        path = lineage.plot_lineage(args.runs[0], args.metric, args.output)
+        print(f"lineage: {path}")
+        return 0
     path = plots.plot_runs(args.runs, args.metric, args.x, args.output, args.ci)
     print(f"learning curve: {path}")
     return 0

@@ -7,6 +7,7 @@ compiles; derived numbers (iterations, batch size) are properties, never written
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -74,8 +75,8 @@ class TrainConfig:
       run_name: the run folder's name (default: ``{algo}-{env}-{fusion}-s{seed}-{time}``).
       log_every: iterations between host boundaries (progress, metrics); 0 chooses about
         ``AUTO_BOUNDARIES`` boundaries per run. In ``scan`` mode it is also the number of
-        iterations fused into one program call. With ``pbt_every``, at most a population step's
-        interval, so that each step has a row.
+        iterations fused into one program call. With ``pbt_every``, the largest divisor of a
+        population step's interval (in iterations) up to that, so that each step has a row.
       progress: show live progress while training.
       profile: timing mode, one of ``off | host | sync | trace`` (see ``jaxrl_fdg.profiling``).
       compile_cache: turn on JAX's persistent compilation cache in the user cache directory, so a
@@ -303,12 +304,18 @@ class TrainConfig:
             every = min(self.log_every, self.num_iterations)
         else:
             every = max(1, -(-self.num_iterations // AUTO_BOUNDARIES))
-        if self.pbt_every:  # a row per population step at least: each lane's lineage is whole
-            every = min(every, max(1, self.pbt_every // self.steps_per_iteration))
+        if self.pbt_every:  # rows that fall on each population step: each lineage is whole
+            steps = max(1, self.pbt_every // self.steps_per_iteration)
+            every = max(d for d in _divisors(steps) if d <= every)
         return every
 
     def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in small]
 
 
 # Settings that change how a run is watched, stored, checked or wired, never what it computes:

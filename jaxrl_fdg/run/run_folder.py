@@ -29,6 +29,9 @@ from jaxrl_fdg.config import TrainConfig, dump_toml
 from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.run.lock import FolderLock
 
+# A population-based training run's settings and lanes, in its run folder.
+POPULATION_FILE = "population.json"
+
 
 def default_name(config: TrainConfig, algo: str | None = None) -> str:
     """``{algo}-{env}-{fusion}-s{seed}-{time}``, one folder name even for an environment named
@@ -222,6 +225,10 @@ class RunFolder:
             if _is_row(row):
                 rows.append(row)
         return rows
+
+    def write_population(self, data: dict[str, Any]) -> None:
+        """:data:`POPULATION_FILE`: a population's settings and its lanes in vmapped order."""
+        _atomic_write(self.path / POPULATION_FILE, json.dumps(data, indent=1) + "\n")
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         self.write_json("summary.json", summary)

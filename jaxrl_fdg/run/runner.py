@@ -448,13 +448,27 @@ def _lane_folders(
             raise ConfigError(f"{str(path)!r} is a file, not a lane's run folder") from None
         hparams = {**config.hparams, **lane.point}
         single = resolved._replace(  # that run alone; nothing to check or build again
-            config=config.replace(seed=lane.seed, num_seeds=1, hparams=hparams),
+            config=config.replace(seed=lane.seed, num_seeds=1, num_lanes=0, hparams=hparams),
             hparams=make_hparams(resolved.spec, hparams),
             sweep={},
         )
         folders.append(RunFolder(path))
         folders[-1].write_config(to_mapping(single))
+    if config.pbt_every:
+        folder.write_population(_population(resolved))
     return folders
+
+
+def _population(resolved: Resolved) -> dict[str, Any]:
+    """What ``population.json`` holds: a population's settings and its lanes in the order of
+    the vmapped axis, whose index ``pbt/parent`` gives (the lane folders sort otherwise)."""
+    config = resolved.config
+    settings = ("pbt_every", "pbt_quantile", "pbt_perturb", "pbt_resample", "pbt_metric")
+    lanes = [
+        {"index": i, "name": lane.name, "seed": lane.seed, "point": lane.point}
+        for i, lane in enumerate(resolved.lanes)
+    ]
+    return {"settings": {k: getattr(config, k) for k in settings}, "lanes": lanes}
 
 
 def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) -> None:

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import lineage
+from jaxrl_fdg.cli import main
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies.population import POPULATION, Population, Range
@@ -169,6 +171,21 @@ def test_each_lane_folder_holds_its_lineage(tmp_path):
         assert {"pbt/lr", "pbt/parent", "pbt/copied_at", "pbt/score"} <= set(lane_rows[0])
     top = list(csv.DictReader((tmp_path / "pbt" / "metrics.csv").open()))
     assert not any(k.startswith("pbt/") for k in top[0])  # no mean of lineage over lanes
+    # population.json orders the lanes as pbt/parent counts them; lineage() reads the copies.
+    found = lineage.lineage(tmp_path / "pbt")
+    assert found.names == [lane.name for lane in resolved.lanes] and found.hparams == ["lr"]
+    assert [c.iteration for c in found.copies] == [2, 4, 6]  # one of four lanes at each step
+    for c in found.copies:
+        row = next(r for r in found.rows[c.child] if int(r["iteration"]) == c.iteration)
+        assert row["pbt/parent"] == c.parent != c.child and c.step == 16 * c.iteration
+    assert main(["plot", str(tmp_path / "pbt"), "--lineage"]) == 0
+    assert (tmp_path / "pbt" / "lineage.png").stat().st_size > 0
+
+
+def test_lineage_of_a_run_without_a_population_is_one_line(tmp_path, capsys):
+    rl.train(PPO.replace(pbt_every=0, num_seeds=1, out=str(tmp_path), run_name="plain"))
+    assert main(["plot", str(tmp_path / "plain"), "--lineage"]) == 2
+    assert "not a population-based training run" in capsys.readouterr().err
 
 
 def test_a_population_resumes_bit_for_bit(tmp_path):
