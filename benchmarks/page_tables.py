@@ -807,3 +807,51 @@ def accelerator(r: dict[str, dict]) -> str:
     for name, report in r.items():
         parts.append(accelerator_table.table({**report, "path": f"benchmarks/results/{name}"}))
     return "\n\n".join(parts)
+
+
+def pbt(r: dict[str, dict]) -> str:
+    report = r["pbt.json"]
+    config, results = report["config"], report["results"]
+    steps = results["steps_to_threshold"]
+    names = {
+        "grid": "grid alone",
+        "pbt": "PBT (defaults: redraw 1/4)",
+        "pbt_perturb": "PBT, perturb only (`--pbt-resample 0`)",
+    }
+    rows = []
+    for kind, name in names.items():
+        best, median = steps[f"{kind}_best"], steps[f"{kind}_median"]
+        rows.append(
+            [
+                name,
+                ", ".join(f"{v:,.0f}" for v in best["per_seed"]),
+                _interval(best["iqm"]),
+                ", ".join(f"{v:,.0f}" for v in median["per_seed"]),
+                _interval(median["iqm"]),
+                results["lanes_reaching_threshold"][kind],
+            ]
+        )
+    header = [
+        "run",
+        "best lane: steps per seed",
+        "best lane IQM [95% CI]",
+        "median lane: steps per seed",
+        "median lane IQM [95% CI]",
+        "lanes reaching it",
+    ]
+    grid = ", ".join(f"{v:g}" for v in config["hparams"]["lr"])
+    return (
+        f"PPO on `{config['env']}`, {config['num_envs']} envs × {config['rollout_len']} steps, "
+        f"{config['total_steps']:,} env steps, learning rate not annealed. Lanes: the learning "
+        f"rates {grid} (PPO's default is 2.5e-4), each run one vmapped program; PBT every "
+        f"{config['pbt_every']:,} env steps, quantile {config['pbt_quantile']}. Env steps until "
+        f"a lane's logged training return first reaches {config['threshold']:g} (the budget "
+        f"where it never does), seeds {', '.join(map(str, config['seeds']))}; IQM over seeds "
+        "with a stratified bootstrap interval.\n\n"
+        + _table(header, rows)
+        + f"\n\n![The lineage of PBT at its defaults, seed 0](img/{report['image']})"
+    )
+
+
+def _interval(estimate: dict) -> str:
+    return f"{estimate['point']:,.0f} [{estimate['low']:,.0f}, {estimate['high']:,.0f}]"

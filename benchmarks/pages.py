@@ -222,6 +222,12 @@ def pages() -> tuple[Page, ...]:
                     "python benchmarks/minatar_references.py",
                 ),
                 Section(
+                    "Population-based training against the grid it starts from",
+                    ("pbt.json",),
+                    tables.pbt,
+                    "python benchmarks/pbt.py",
+                ),
+                Section(
                     "Atari: where a step's time goes, and short DQN and PQN runs",
                     ("atari_profile.json",),
                     tables.atari_profile,

@@ -1,18 +1,19 @@
 """Population-based training against the grid it starts from: PPO on CartPole-v1 with a
 deliberately poor grid of learning rates, 8 lanes, 3 seeds.
 
-For each seed, two runs of one vmapped program each:
+For each seed, three runs of one vmapped program each:
 
 * ``grid``: the 8 learning rates of ``GRID`` as lanes (``--lr 1e-5,...``), nothing else;
 * ``pbt``: the same lanes, with ``--pbt-every`` (the worst quarter copies the best quarter and
-  perturbs its learning rate by 0.8 or 1.25, or redraws it from the grid with chance 1/4).
+  perturbs its learning rate by 0.8 or 1.25, or redraws it from the grid with chance 1/4);
+* ``pbt_perturb``: the same with ``--pbt-resample 0``: a copied learning rate is only perturbed,
+  never redrawn from the poor grid.
 
 Until the first population step both runs compute the same lanes. A lane's *steps to threshold*
 is the env step of its first metric row whose mean training return reaches ``--threshold``; a
 lane that never does counts as the budget (a lower bound: the ``reached`` counts say how many
-did). Per seed: the grid's best lane and its median lane, and the population's best and median
-lanes. Across seeds: IQM with a 95% stratified bootstrap interval (``jaxrl_fdg.stats``, what
-``jaxrl-fdg compare`` reports).
+did). Per seed and run: its best lane and its median lane. Across seeds: IQM with a 95%
+stratified bootstrap interval (``jaxrl_fdg.stats``, what ``jaxrl-fdg compare`` reports).
 
     python benchmarks/pbt.py    # writes results/pbt.json and results/pbt-lineage.png
 """
@@ -43,7 +44,10 @@ SETTINGS = dict(
     hparams={"lr": list(GRID), "anneal_lr": False},
 )
 PBT = dict(pbt_every=4 * 128 * 20, pbt_quantile=0.25)  # a step every 10,240 env steps
-STATISTICS = ("grid_best", "grid_median", "pbt_best", "pbt_median")
+# The runs of each seed: the grid alone, PBT at its defaults (a copied learning rate is redrawn
+# from the grid with chance 1/4), and PBT that only perturbs (never redraws from the poor grid).
+KINDS = {"grid": {}, "pbt": PBT, "pbt_perturb": {**PBT, "pbt_resample": 0.0}}
+STATISTICS = tuple(f"{kind}_{which}" for kind in KINDS for which in ("best", "median"))
 
 
 def steps_to_threshold(rows: list[dict], threshold: float, budget: int) -> tuple[float, bool]:
@@ -72,9 +76,9 @@ def main() -> None:
     runs = RESULTS / "pbt-runs"
     shutil.rmtree(runs, ignore_errors=True)
     per_seed, wall = {name: [] for name in STATISTICS}, {}
-    reached = {"grid": 0, "pbt": 0}
+    reached = dict.fromkeys(KINDS, 0)
     for seed in range(args.seeds):
-        for kind, extra in (("grid", {}), ("pbt", PBT)):
+        for kind, extra in KINDS.items():
             config = rl.TrainConfig(
                 **{**SETTINGS, "total_steps": args.steps},
                 **extra,
@@ -119,6 +123,7 @@ def main() -> None:
             **SETTINGS,
             "total_steps": args.steps,
             **PBT,
+            "runs": {kind: extra for kind, extra in KINDS.items()},
             "seeds": [100 * s for s in range(args.seeds)],
             "threshold": args.threshold,
         },

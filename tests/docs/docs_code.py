@@ -3,10 +3,10 @@ tests run each at a tiny size.
 
 A shell command is split as the shell would (quotes, comments, ``\\`` continuations, ``&&``).
 ``jaxrl-fdg`` runs as ``python -m jaxrl_fdg`` with the sizes of a training run cut down (every
-``--total-steps``, ``--num-envs``, ``--rollout-len``, ``--eval-every`` and ``--checkpoint-every``
-replaced, or added), so that a documented command runs in seconds and keeps its meaning: the same
-algorithm, environment, fusion mode, placement and flags. Commands run in a folder laid out as a
-checkout's root is for them (:func:`workspace`).
+``--total-steps``, ``--num-envs``, ``--rollout-len``, ``--eval-every``, ``--checkpoint-every`` and
+``--pbt-every`` replaced, or added), so that a documented command runs in seconds and keeps its
+meaning: the same algorithm, environment, fusion mode, placement and flags. Commands run in a
+folder laid out as a checkout's root is for them (:func:`workspace`).
 
 Two attributes on a block's first line change what the tests do with it:
 
@@ -40,6 +40,7 @@ TINY = {
     "--rollout-len": "8",
     "--eval-every": "128",
     "--checkpoint-every": "128",
+    "--pbt-every": "128",  # a population step every other iteration
 }
 APPENDED = ("--total-steps", "--num-envs", "--rollout-len")
 TINY_PYTHON = (re.compile(r"total_steps=[0-9_]+"), "total_steps=1024")  # PPO: 2 iterations

@@ -20,6 +20,7 @@ def test_there_are_tutorials_with_code():
         "compare",
         "host-simulator",
         "own-jax-env",
+        "populations",
         "profile",
         "write-an-algorithm",
     ]
