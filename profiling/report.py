@@ -182,8 +182,8 @@ TOGETHER = "∥"  # marks the programs compiled at the same time on worker threa
 
 
 def summary_table(summary: dict[str, Any], title: str = "where the time went") -> str:
-    """Render :func:`summarize`'s result as a fixed-width table; a note under it says why the
-    compile column sums to more than the compile wall where programs compiled at the same time."""
+    """Render :func:`summarize`'s result as fixed-width tables: where the time went, then (where
+    the run measured it) each program's bound analysis (:mod:`~jaxrl_fdg.profiling.bound`)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -229,6 +229,15 @@ def summary_table(summary: dict[str, Any], title: str = "where the time went") -
         table.add_row("device busy", *pad, f"{100 * summary['device_busy']:.0f}%")
     console = Console(width=110, record=True, file=_Null())
     console.print(table)
+    if summary.get("bound"):
+        from jaxrl_fdg.profiling.bound import bound_table
+
+        console.print(bound_table(summary["bound"]))
+    elif summary["mode"] == "host":
+        console.print(
+            "bound analysis (FLOPs, bytes, % of peak, compute/memory/overhead, H100 prediction): "
+            "--profile sync or trace, which measure each program's device time."
+        )
     return console.export_text()
 
 
