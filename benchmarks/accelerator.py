@@ -56,6 +56,7 @@ SECTIONS = (
     "devices",
     "compile_time",
     "precision",
+    "roofline",
 )
 SCRIPTS = {
     "fusion_modes": "fusion_modes.py",
@@ -66,6 +67,7 @@ SCRIPTS = {
     "devices": "placement.py",
     "compile_time": "compile_time.py",
     "precision": "precision.py",
+    "roofline": "roofline.py",
 }
 SEEDS_FULL = "1,2,4,8,16,32,64,128,256"
 # XLA flags added to the children's at a size: the smoke size checks that everything runs, not
@@ -92,6 +94,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "devices": ["--rounds", "1", "--scale", "0.01"],
         "compile_time": ["--algos", "ppo", "--fusion", "scan", "--total-steps", "1024"],
         "precision": ["--algos", "ppo", "--ppo-steps", "1024"],
+        "roofline": ["--algos", "ppo", "--fusion", "scan", "--iterations", "2"],
     },
     "cpu": {
         # eager (a minute here for one iteration) is in the fusion-mode benchmark already; step
@@ -107,6 +110,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "devices": ["--rounds", "2", "--scale", "0.25"],
         "compile_time": ["--algos", "all", "--fusion", "scan"],
         "precision": ["--ppo-steps", "20480", "--sac-steps", "1000"],
+        "roofline": ["--algos", "ppo,dqn", "--fusion", "scan,fragment", "--iterations", "10"],
     },
     "full": {
         "fusion_modes": [],
@@ -117,6 +121,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "devices": [],
         "compile_time": ["--algos", "all"],
         "precision": [],
+        "roofline": ["--algos", "all", "--fusion", "scan,fragment,step"],
     },
 }  # fmt: skip
 
@@ -197,6 +202,19 @@ def run_section(name: str, args: list[str], out: Path, xla_flags: str = "") -> d
     return {**entry, "ok": True, "report": report}
 
 
+def roofline_summary(entry: dict | None, device: dict) -> dict | None:
+    """Per run of the ``roofline`` section: the seconds an iteration took here, and the roofline
+    predictions per iteration on this device and on an H100 (``None`` if the section did not
+    run). On an H100, ``measured_iteration_s`` against ``predicted_h100_iteration_s`` is how far
+    the runs stand from the roofs."""
+    report = (entry or {}).get("report")
+    if not report:
+        return None
+    keys = ("measured_iteration_s", "predicted_here_iteration_s", "predicted_h100_iteration_s")
+    runs = {run: {k: r[k] for k in keys} for run, r in report["results"].items()}
+    return {"device_kind": device["device_kind"], "runs": runs}
+
+
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -240,6 +258,7 @@ def main() -> None:
     if size in SIZE_XLA_FLAGS:
         config["added_xla_flags"] = SIZE_XLA_FLAGS[size]
     precision = (results.get("precision") or {}).get("report", {}).get("precision_in_force")
+    roofline = roofline_summary(results.get("roofline"), device)
     loadavg = {"start": list(load_start), "end": list(os.getloadavg())}
     write_report(
         str(out),
@@ -247,6 +266,7 @@ def main() -> None:
         config,
         results,
         precision=precision,
+        roofline=roofline,
         loadavg=loadavg,
         wall_s=wall_s,
     )

@@ -416,7 +416,9 @@ def _graph(args: argparse.Namespace) -> int:
 
 
 _PROFILE_ROWS = (
-    ("compile s", lambda t: t["compile_s"]),
+    ("compile s (wall)", lambda t: t["compile_s"]),
+    # Programs compiled at the same time on worker threads overlap: this sum can exceed the wall.
+    ("compile s (programs, summed)", lambda t: t["compile_programs_s"]),
     ("run s", lambda t: t["run_s"]),
     ("host: dispatch s", lambda t: t["dispatch_s"]),
     ("host: waiting on device s", lambda t: t["device_wait_s"]),
@@ -460,6 +462,7 @@ def _profile(args: argparse.Namespace) -> int:
     for name in scopes:
         cells = "".join(f"{_device_shares(results[m]).get(name, 0.0):>11.0%} " for m in modes)
         print(f"{'device share: ' + name:<{width}}" + cells)
+    _print_bound(results, modes, width)
     busy = [results[m]["timing"]["device_busy"] for m in modes]
     if any(b is not None for b in busy):
         print(
@@ -467,6 +470,24 @@ def _profile(args: argparse.Namespace) -> int:
             + "".join(f"{'—' if b is None else format(b, '.0%'):>12}" for b in busy)
         )
     return 0
+
+
+def _print_bound(results: dict[str, Any], modes: list[str], width: int) -> None:
+    """Each program's verdict (compute, memory, overhead) and the roofline time per iteration
+    on an H100, per mode (``--profile sync`` or ``trace``: see jaxrl_fdg.profiling.bound)."""
+    analyses = {m: results[m]["timing"].get("bound") or {} for m in modes}
+    names = sorted({n for a in analyses.values() for n in a.get("programs", {})})
+    for name in names:
+        cells = "".join(
+            f"{analyses[m].get('programs', {}).get(name, {}).get('bound', '—'):>12}" for m in modes
+        )
+        print(f"{'bound: ' + name:<{width}}" + cells)
+    h100 = [analyses[m].get("h100_iteration_s") for m in modes]
+    if any(v is not None for v in h100):
+        print(
+            f"{'H100 roofline ms/iteration':<{width}}"
+            + "".join(f"{'—' if v is None else format(v * 1e3, '.4f'):>12}" for v in h100)
+        )
 
 
 def _device_shares(summary: dict[str, Any]) -> dict[str, float]:

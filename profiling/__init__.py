@@ -1,6 +1,6 @@
 """Timing: scopes per fragment and program, compile time, device time, overhead correction."""
 
-from jaxrl_fdg.profiling import chart, trace
+from jaxrl_fdg.profiling import bound, chart, cost, peaks, trace
 from jaxrl_fdg.profiling.report import machine_info, summarize, summary_table, write_report
 from jaxrl_fdg.profiling.timers import (
     MODES,
@@ -17,11 +17,14 @@ __all__ = [
     "MODES",
     "ScopeStats",
     "Timings",
+    "bound",
     "chart",
     "compile_count",
     "corrected",
+    "cost",
     "install_compile_listener",
     "machine_info",
+    "peaks",
     "scope",
     "scope_overhead",
     "summarize",

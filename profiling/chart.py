@@ -66,7 +66,14 @@ def _compile_panel(summary: dict[str, Any]):
         for name, row in summary["programs"].items()
         if row["compile_s"] > 0
     ]
-    return f"compile: {compile_s:.2f} s\n{share:.0%} of compile + run", bars, "s"
+    heading = f"compile: {compile_s:.2f} s\n{share:.0%} of compile + run"
+    if summary.get("compiled_together"):  # overlapping seconds: the bars sum to more
+        heading += f"\n∥ compiled at once: bars sum to {summary['compile_programs_s']:.2f} s"
+        bars = [
+            (f"{name} ∥" if summary["programs"][name].get("together") else name, s, share)
+            for name, s, share in bars
+        ]
+    return heading, bars, "s"
 
 
 def _run_panel(summary: dict[str, Any]):

@@ -108,10 +108,20 @@ def summarize(
     wait = collect.wait + sum(r["device_s"] for r in programs.values())
     events = sum(s.calls for s in run_scopes)
     accounted = dispatch + wait + collect.d2h + bookkeeping + in_run_compile
+    empty = ScopeStats()
+    together = scopes.get("compile", empty).wall + scopes.get(COMPILE_WAIT, empty).wall
     summary: dict[str, Any] = {
         "mode": timings.mode,
         "programs": programs,
         "compile_s": aot_compile + in_run_compile,
+        # compile_s = compile_together_s + compile_one_at_a_time_s. The programs compiled at the
+        # same time on worker threads overlap: their own seconds sum to more than the wall the
+        # run waited for them (compile_together_s), so compile_programs_s, the sum of every
+        # program's own compile seconds, can exceed compile_s.
+        "compile_together_s": together,
+        "compile_one_at_a_time_s": aot_compile + in_run_compile - together,
+        "compile_programs_s": sum(row["compile_s"] for row in programs.values()),
+        "compiled_together": [name for name, row in programs.items() if row.get("together")],
         "run_s": run_seconds,
         "dispatch_s": dispatch,
         "device_wait_s": wait,
@@ -144,8 +154,11 @@ def _programs(scopes: dict[str, ScopeStats]) -> tuple[dict[str, dict[str, float]
     for name, stats in scopes.items():
         if name.startswith("compile:"):
             program = name.split(":", 1)[1]
-            programs.setdefault(program, _row())["compile_s"] += stats.wall
-            if name not in together.children:
+            row = programs.setdefault(program, _row())
+            row["compile_s"] += stats.wall
+            if name in together.children:  # compiled on a worker thread, beside the others
+                row["together"] = True
+            else:
                 aot_compile += stats.wall
         elif name not in _BOUNDARY and not _is_compile(name):
             row = programs.setdefault(name, _row())
@@ -161,22 +174,32 @@ def _is_compile(name: str) -> bool:
     return name in ("compile", COMPILE_WAIT) or name.startswith("compile:")
 
 
-def _row() -> dict[str, float]:
-    return {"calls": 0, "dispatch_s": 0.0, "compile_s": 0.0, "device_s": 0.0}
+def _row() -> dict[str, Any]:
+    return {"calls": 0, "dispatch_s": 0.0, "compile_s": 0.0, "device_s": 0.0, "together": False}
+
+
+TOGETHER = "∥"  # marks the programs compiled at the same time on worker threads
 
 
 def summary_table(summary: dict[str, Any], title: str = "where the time went") -> str:
-    """Render :func:`summarize`'s result as a fixed-width table."""
+    """Render :func:`summarize`'s result as fixed-width tables: where the time went, then (where
+    the run measured it) each program's bound analysis (:mod:`~jaxrl_fdg.profiling.bound`)."""
     from rich.console import Console
     from rich.table import Table
 
     sync = summary["mode"] == "sync"
-    table = Table(title=f"{title} (profile: {summary['mode']})", title_justify="left")
+    table = Table(
+        title=f"{title} (profile: {summary['mode']})",
+        title_justify="left",
+        caption=compile_note(summary),
+        caption_justify="left",
+    )
     columns = ["program", "calls", "compile s", "dispatch s"] + (["device s"] if sync else [])
     for column in columns:
         table.add_column(column, justify="left" if column == "program" else "right")
     for name, row in summary["programs"].items():
-        cells = [name, f"{row['calls']:,}", f"{row['compile_s']:.2f}", f"{row['dispatch_s']:.3f}"]
+        label = f"{name} {TOGETHER}" if row.get("together") else name
+        cells = [label, f"{row['calls']:,}", f"{row['compile_s']:.2f}", f"{row['dispatch_s']:.3f}"]
         table.add_row(*cells, *([f"{row['device_s']:.3f}"] if sync else []))
     run = summary["run_s"] or 1.0
     pad = [""] * (len(columns) - 2)
@@ -206,7 +229,35 @@ def summary_table(summary: dict[str, Any], title: str = "where the time went") -
         table.add_row("device busy", *pad, f"{100 * summary['device_busy']:.0f}%")
     console = Console(width=110, record=True, file=_Null())
     console.print(table)
+    if summary.get("bound"):
+        from jaxrl_fdg.profiling.bound import bound_table
+
+        console.print(bound_table(summary["bound"]))
+    elif summary["mode"] == "host":
+        console.print(
+            "bound analysis (FLOPs, bytes, % of peak, compute/memory/overhead, H100 prediction): "
+            "--profile sync or trace, which measure each program's device time."
+        )
     return console.export_text()
+
+
+def compile_note(summary: dict[str, Any]) -> str | None:
+    """Why the compile column can sum to more than the headline's compile seconds: a line under
+    the table where programs compiled at the same time (``None`` where none did)."""
+    together = summary.get("compiled_together")
+    if not together:
+        return None
+    own = sum(summary["programs"][name]["compile_s"] for name in together)
+    names = " + ".join(f"{name} {TOGETHER}" for name in together)
+    total, headline = summary["compile_programs_s"], summary["compile_s"]
+    return (
+        f"{TOGETHER} compiled at the same time, on worker threads: {names} = {own:.2f} s of their "
+        f"own, while the run waited {summary['compile_together_s']:.2f} s for them. So the "
+        f"compile column sums to {total:.2f} s, {'more than' if total > headline else 'against'} "
+        f"the headline's {headline:.2f} s compile = {summary['compile_together_s']:.2f} s waited "
+        f"for them + {summary['compile_one_at_a_time_s']:.2f} s of programs compiled one at a "
+        "time."
+    )
 
 
 class _Null:

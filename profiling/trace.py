@@ -84,6 +84,10 @@ class Attribution:
       busy_s: the union of device op intervals (time the device was doing anything).
       window_s: the traced window's length.
       ops: number of op events attributed.
+      modules: ``{hlo module: s}``; device seconds of each compiled program's operations.
+      annotations: ``{name: n}``; host events (the timing layer's scopes among them) by name,
+        so ``annotations["scan"]`` is how many times the ``scan`` program was called in the
+        window.
     """
 
     exclusive: dict[str, float] = field(default_factory=dict)
@@ -91,6 +95,8 @@ class Attribution:
     busy_s: float = 0.0
     window_s: float = 0.0
     ops: int = 0
+    modules: dict[str, float] = field(default_factory=dict)
+    annotations: dict[str, int] = field(default_factory=dict)
 
     @property
     def device_busy(self) -> float:
@@ -104,6 +110,7 @@ class Attribution:
             "window_s": self.window_s,
             "device_busy": self.device_busy,
             "ops": self.ops,
+            "device_by_module_s": self.modules,
         }
 
 
@@ -138,10 +145,15 @@ def attribute(
         first = min(first, event["ts"])
         last = max(last, event["ts"] + event.get("dur", 0.0))
         args = event.get("args") or {}
+        if "hlo_op" not in args:
+            name = event.get("name", "")
+            result.annotations[name] = result.annotations.get(name, 0) + 1
         instruction = index.get(args.get("hlo_module"), {}).get(args.get("hlo_op"))
         if instruction is None or instruction.opcode in _CONTROL_FLOW:
             continue
         seconds = event.get("dur", 0.0) * 1e-6
+        module = args["hlo_module"]
+        result.modules[module] = result.modules.get(module, 0.0) + seconds
         path = [part for part in instruction.op_name.split("/") if part in known]
         innermost = path[-1] if path else LOOP
         result.exclusive[innermost] = result.exclusive.get(innermost, 0.0) + seconds

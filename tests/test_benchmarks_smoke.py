@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = set(
-    "fusion_modes algorithms mode_pairs envs seeds devices compile_time precision".split()
+    "fusion_modes algorithms mode_pairs envs seeds devices compile_time precision roofline".split()
 )
 
 
@@ -63,6 +63,11 @@ def test_accelerator_suite_smoke(tmp_path):
     if "skipped" not in sections["devices"]:
         strong = results("devices")["devices"]["shard_map_strong"]
         assert all(_positive(e["steps_per_s"]) for e in strong.values())
+
+    roofline = report["roofline"]["runs"]["ppo/scan"]
+    assert _positive(roofline["measured_iteration_s"])
+    assert _positive(roofline["predicted_h100_iteration_s"])
+    assert _positive(results("roofline")["ppo/scan"]["programs"]["scan"]["flops"])
 
     precision = results("precision")
     assert math.isfinite(precision["ppo"]["max_abs_diff"])

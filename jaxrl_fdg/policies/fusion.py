@@ -97,6 +97,9 @@ class Plan:
     mode: str = ""
     # Programs whose first argument is a state they replace: donated when large (DONATE_BYTES).
     donating: frozenset[str] = frozenset()
+    # Programs that loop over iterations a number of times known only at run time: XLA's cost
+    # analysis counts their loop body once, so their cost is one iteration's, not one call's.
+    per_iteration: frozenset[str] = frozenset()
 
     def __init__(self, loop: LoopLike, timings: Timings | None = None):
         self.loop = loop
@@ -413,6 +416,7 @@ class ScanPlan(Plan):
 
     mode = "scan"
     donating = frozenset({"scan"})
+    per_iteration = frozenset({"scan"})
 
     def __init__(self, loop: LoopLike, timings: Timings | None = None, chunk: int = 1):
         super().__init__(loop, timings)

@@ -16,7 +16,7 @@ from jaxrl_fdg.core.evaluation import EVAL_OUTPUTS
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.protocol import LoopLike
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.profiling import Timings, chart, scope_overhead, summarize, trace
+from jaxrl_fdg.profiling import Timings, bound, chart, scope_overhead, summarize, trace
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, user_scope_names
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
@@ -62,6 +62,8 @@ class Session:
         # cover every segment of the run, not only this one.
         self.elapsed_before = float(self.rows[-1]["wall_s"]) if self.rows else 0.0
         self.events: list[dict[str, Any]] = []
+        self.first_iteration = self.iterations  # of this segment (a resumed run's checkpoint)
+        self.traced_iterations = 0  # inside the profiler window of ``--profile trace``
         self.session = 0.0  # the profiler's own start, stop and export: excluded from run time
         self.status = "interrupted"
         self.stop_requested = False
@@ -87,7 +89,7 @@ class Session:
         what is computed (every plan advances the same iterations however they are grouped)."""
         config, plan = self.config, self.plan
         start = iterations_done(state)
-        self.iterations = start
+        self.iterations = self.first_iteration = start
         chunks = _chunks(start, config.num_iterations, config.boundary_every)
         traced = None
         if config.profile == "trace" and chunks:
@@ -175,6 +177,7 @@ class Session:
             state, pending = self.plan.advance(state, n)
             self.record(_Piece(pending, None, n, True, dispatched))
             self.timings.annotating = False
+            self.traced_iterations = n
             window = time.perf_counter() - window
         self.session += time.perf_counter() - opened - window
         return state
@@ -246,6 +249,15 @@ class Session:
         overhead = scope_overhead(self.timings.mode) if self.timings.enabled else 0.0
         timing = summarize(self.timings, run_seconds, overhead=overhead, attribution=attribution)
         timing["profiler_session_s"] = self.session
+        if self.timings.mode in bound.MODES:  # the modes that measure each program's device time
+            timing["bound"] = bound.of_run(
+                self.plan.compiled,
+                timing,
+                iterations=self.iterations - self.first_iteration,
+                per_iteration=getattr(self.plan, "per_iteration", frozenset()),
+                attribution=attribution,
+                traced_iterations=self.traced_iterations,
+            )
         summary = metric_rows.summary(
             self.config, self.status, self.rows, timing, self.elapsed_before, self.iterations
         )
