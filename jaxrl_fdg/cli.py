@@ -49,7 +49,7 @@ _TEXT_FLAGS = (
     "dp_backend",
     "coordinator",
     "pbt_perturb",
-    "pbt_metric",
+    "rank_metric",
 )
 
 

@@ -75,8 +75,9 @@ class TrainConfig:
       run_name: the run folder's name (default: ``{algo}-{env}-{fusion}-s{seed}-{time}``).
       log_every: iterations between host boundaries (progress, metrics); 0 chooses about
         ``AUTO_BOUNDARIES`` boundaries per run. In ``scan`` mode it is also the number of
-        iterations fused into one program call. With ``pbt_every``, the largest divisor of a
-        population step's interval (in iterations) up to that, so that each step has a row.
+        iterations fused into one program call. With ``pbt_every`` or ``halving_every``, the
+        largest divisor of a population step's interval (in iterations) up to that, so that
+        each step has a row.
       progress: show live progress while training.
       profile: timing mode, one of ``off | host | sync | trace`` (see ``jaxrl_fdg.profiling``).
       compile_cache: turn on JAX's persistent compilation cache in the user cache directory, so a
@@ -97,12 +98,18 @@ class TrainConfig:
       num_lanes: with a hyperparameter given as a range (``loguniform:LOW:HIGH``,
         ``uniform:LOW:HIGH``), the number of points a random search draws; lane ``i`` has seed
         ``seed + i`` and computes what that point run alone with that seed computes.
-      pbt_every, pbt_quantile, pbt_perturb, pbt_resample, pbt_metric: population-based
-        training across the lanes (:mod:`jaxrl_fdg.config.pbt`): every ``pbt_every`` env steps
-        the lanes are ranked by ``pbt_metric``; the worst ``pbt_quantile`` copy a lane of the
+      pbt_every, pbt_quantile, pbt_perturb, pbt_resample: population-based training across
+        the lanes (:mod:`jaxrl_fdg.policies.population`): every ``pbt_every`` env steps the
+        lanes are ranked by ``rank_metric``; the worst ``pbt_quantile`` copy a lane of the
         best ``pbt_quantile`` (its learner, optimizer, normaliser and replay) and multiply
         each swept hyperparameter by one of ``pbt_perturb``'s factors, or draw it afresh with
         chance ``pbt_resample``.
+      halving_every, halving_drop: successive halving with restarts: every ``halving_every``
+        env steps the worst ``halving_drop`` of the lanes, ranked by ``rank_metric``, start
+        new points drawn from the sweep, each computing what that point alone computes.
+      rank_metric: what populations rank their lanes by, averaged since their last step:
+        ``episode_return`` (completed episodes' return) or a learner metric; ``-NAME``
+        ranks lower first.
       placement: a registered placement (``jaxrl_fdg.policies``): ``single`` (one device);
         ``data_parallel`` (``num_envs`` split into ``devices`` shards, gradients averaged across
         them); ``actor_learner`` (the rollout on one device, the learner on another); or
@@ -182,11 +189,20 @@ class TrainConfig:
         "PBT: the chance a copied hyperparameter is drawn afresh (from its range or list) "
         "instead of perturbed",
     )
-    pbt_metric: str = setting(
+    halving_every: int = setting(
+        0,
+        EXPERIMENT,
+        "env steps between successive halving steps across the lanes: the worst restart on "
+        "new points drawn from the sweep (0: off)",
+    )
+    halving_drop: float = setting(
+        0.5, EXPERIMENT, "successive halving: the fraction of lanes restarted at each step"
+    )
+    rank_metric: str = setting(
         "episode_return",
         EXPERIMENT,
-        "PBT: what lanes are ranked by, its mean since the last step: episode_return, or a "
-        "learner metric (-NAME: lower is better)",
+        "PBT and successive halving: what lanes are ranked by, its mean since the last step: "
+        "episode_return, or a learner metric (-NAME: lower is better)",
     )
     policy_lag: int = setting(
         0,
@@ -304,8 +320,9 @@ class TrainConfig:
             every = min(self.log_every, self.num_iterations)
         else:
             every = max(1, -(-self.num_iterations // AUTO_BOUNDARIES))
-        if self.pbt_every:  # rows that fall on each population step: each lineage is whole
-            steps = max(1, self.pbt_every // self.steps_per_iteration)
+        population = self.pbt_every or self.halving_every
+        if population:  # rows that fall on each population step: each lineage is whole
+            steps = max(1, population // self.steps_per_iteration)
             every = max(d for d in _divisors(steps) if d <= every)
         return every
 

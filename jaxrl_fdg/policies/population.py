@@ -1,4 +1,5 @@
-"""Population-based training across the lanes of one program (Jaderberg et al., 2017).
+"""Populations across the lanes of one program: population-based training (Jaderberg et al.,
+2017) and successive halving with restarts.
 
 The lanes of a replicated run (``jaxrl_fdg.policies.replication``) train side by side; with
 population-based training they also learn from each other. Every ``every`` iterations, inside the
@@ -23,26 +24,38 @@ the iteration, ``pbt/parent`` the lane it copied last (its index among the lanes
 yet) and ``pbt/copied_at`` the iteration it did (``-1``), ``pbt/score`` the score it was ranked by
 at the last step. A metric row keeps their values after its last iteration, and a run with
 population-based training has a row at least every step's interval, so no copy goes unrecorded.
+
+**Successive halving** (:class:`Halving`) ranks the lanes of a random search the same way every
+``every`` iterations and restarts the worst ``drop`` of them on new points: a slot's whole state
+is made afresh, as ``init`` makes it, from the new point's seed and values, drawn inside the
+program. Each lane counts its own iterations from its point's start (the loop sees that count), so
+a restarted point computes what it computes alone, for as many iterations as it gets. Its lineage
+columns: ``halving/<name>``, ``halving/seed`` (its point's seed), ``halving/started_at`` (the run's
+iteration its point started at) and ``halving/score``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxrl_fdg.core.types import Metrics
+from jaxrl_fdg.core.types import LoopState, Metrics
 from jaxrl_fdg.errors import ConfigError
 
 # The population's state, beside the fragments' in ``LoopState.fragments``.
 POPULATION = "_population"
 # The metric ranked by default: completed episodes' mean return since the last step.
 EPISODE_RETURN = "episode_return"
+# The metric columns of a population's lineage (a row keeps their last value: run.metrics).
+LINEAGE_PREFIXES = ("pbt/", "halving/")
 _PBT_STREAM = 0x50B7  # folded into the run's seed: the population's draws are their own stream
+_HALVING_STREAM = 0x5A1F
 
 
 class Range(NamedTuple):
@@ -68,7 +81,63 @@ class PopulationState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class Population:
+class Ranked:
+    """What both kinds of population share: a step every ``every`` iterations that ranks the
+    lanes by ``metric`` (``episode_return`` or a learner metric's name; ``minimize`` ranks
+    lower first) averaged since the last step, and where a swept hyperparameter is drawn
+    afresh from (``ranges``); ``seed`` is the run's."""
+
+    every: int
+    metric: str
+    minimize: bool
+    ranges: Mapping[str, Range]
+    seed: int
+
+    # Whether each lane counts its own iterations (the loop state's counter is then per lane).
+    own_iterations = False
+
+    def _observe(self, population: Any, metrics: Metrics) -> Any:
+        """``population`` with an iteration's ``metrics`` (each ``[lanes]``) added to its sum."""
+        if self.metric == EPISODE_RETURN:
+            total, count = metrics["episode_return_sum"], metrics["episodes"]
+        else:
+            if self.metric not in metrics:
+                names = sorted(k for k in metrics if not k.startswith(LINEAGE_PREFIXES))
+                raise ConfigError(
+                    f"rank_metric = {self.metric!r} is not a metric of this run (valid: "
+                    f"{EPISODE_RETURN}, {', '.join(names)})"
+                )
+            total, count = metrics[self.metric], jnp.ones_like(population.count)
+        return population._replace(
+            total=population.total + total.astype(jnp.float32),
+            count=population.count + count.astype(jnp.float32),
+        )
+
+    def _ranked(self, population: Any) -> tuple[jax.Array, jax.Array]:
+        """``(score, lanes worst first)``. A lane with no episode since the last step keeps its
+        last score."""
+        score = jnp.where(
+            population.count > 0,
+            population.total / jnp.maximum(population.count, 1),
+            population.score,
+        )
+        return score, jnp.argsort(score if not self.minimize else -score, stable=True)
+
+    def _draw(self, name: str, key: jax.Array, lanes: int) -> jax.Array:
+        """``lanes`` values of hyperparameter ``name`` drawn afresh from its range or list."""
+        drawn_from = self.ranges[name]
+        if drawn_from.kind == "choice":
+            choices = jnp.asarray(drawn_from.values, jnp.float32)
+            return choices[jax.random.randint(key, (lanes,), 0, len(choices))]
+        low, high = drawn_from.values
+        if drawn_from.kind == "loguniform":
+            low, high = math.log(low), math.log(high)
+        fresh = jax.random.uniform(key, (lanes,), jnp.float32, low, high)
+        return jnp.exp(fresh) if drawn_from.kind == "loguniform" else fresh
+
+
+@dataclasses.dataclass(frozen=True)
+class Population(Ranked):
     """Population-based training's settings; its functions work on all lanes at once.
 
     Attributes:
@@ -82,19 +151,27 @@ class Population:
       copied: the fragments whose state a lane copies (set by the replication).
     """
 
-    every: int
-    quantile: float
-    factors: tuple[float, ...]
-    resample: float
-    metric: str
-    minimize: bool
-    ranges: Mapping[str, Range]
-    seed: int
+    quantile: float = 0.25
+    factors: tuple[float, ...] = (0.8, 1.25)
+    resample: float = 0.25
     copied: tuple[str, ...] = ()
 
     def movers(self, lanes: int) -> int:
         """How many lanes copy at each step (as many are copied from)."""
         return math.floor(lanes * self.quantile)
+
+    def start(self, hparams: Mapping[str, jax.Array], seeds: jax.Array) -> PopulationState:
+        """The state a run starts from (the replication's entry point; ``seeds`` unused)."""
+        return self.init(hparams)
+
+    def step(
+        self, population: PopulationState, state: LoopState, metrics: Metrics, restart: Callable
+    ) -> tuple[PopulationState, LoopState, Metrics]:
+        """:meth:`after_learn` on a loop state (the replication's entry point)."""
+        population, fragments, metrics = self.after_learn(
+            population, state.fragments, state.iteration, metrics
+        )
+        return population, state._replace(fragments=fragments), metrics
 
     def init(self, hparams: Mapping[str, jax.Array]) -> PopulationState:
         """The state before the first step, from each lane's initial hyperparameters."""
@@ -120,22 +197,6 @@ class Population:
         lineage["pbt/score"] = population.score
         return population, fragments, {**metrics, **lineage}
 
-    def _observe(self, population: PopulationState, metrics: Metrics) -> PopulationState:
-        if self.metric == EPISODE_RETURN:
-            total, count = metrics["episode_return_sum"], metrics["episodes"]
-        else:
-            if self.metric not in metrics:
-                names = sorted(k for k in metrics if not k.startswith("pbt/"))
-                raise ConfigError(
-                    f"pbt_metric = {self.metric!r} is not a metric of this run (valid: "
-                    f"{EPISODE_RETURN}, {', '.join(names)})"
-                )
-            total, count = metrics[self.metric], jnp.ones_like(population.count)
-        return population._replace(
-            total=population.total + total.astype(jnp.float32),
-            count=population.count + count.astype(jnp.float32),
-        )
-
     def _step(
         self, population: PopulationState, fragments: dict, iteration: jax.Array
     ) -> tuple[PopulationState, dict]:
@@ -144,13 +205,7 @@ class Population:
         movers = self.movers(lanes)
         key = jax.random.fold_in(jax.random.key(self.seed ^ _PBT_STREAM), iteration)
         k_donor, k_explore = jax.random.split(key)
-        # A lane with no episode since the last step keeps its last score.
-        score = jnp.where(
-            population.count > 0,
-            population.total / jnp.maximum(population.count, 1),
-            population.score,
-        )
-        order = jnp.argsort(score if not self.minimize else -score, stable=True)  # worst first
+        score, order = self._ranked(population)
         worst, best = order[:movers], order[lanes - movers :]
         donors = best[jax.random.randint(k_donor, (movers,), 0, movers)]
         source = jnp.arange(lanes).at[worst].set(donors)
@@ -182,19 +237,111 @@ class Population:
         k_factor, k_choose, k_draw = jax.random.split(key, 3)
         factors = jnp.asarray(self.factors, jnp.float32)
         perturbed = values * factors[jax.random.randint(k_factor, (lanes,), 0, len(self.factors))]
-        drawn_from = self.ranges[name]
-        if drawn_from.kind == "choice":
-            choices = jnp.asarray(drawn_from.values, jnp.float32)
-            fresh = choices[jax.random.randint(k_draw, (lanes,), 0, len(choices))]
-        else:
-            low, high = drawn_from.values
-            perturbed = jnp.clip(perturbed, low, high)
-            if drawn_from.kind == "loguniform":
-                low, high = math.log(low), math.log(high)
-            fresh = jax.random.uniform(k_draw, (lanes,), jnp.float32, low, high)
-            fresh = jnp.exp(fresh) if drawn_from.kind == "loguniform" else fresh
+        if self.ranges[name].kind != "choice":
+            perturbed = jnp.clip(perturbed, *self.ranges[name].values)
+        fresh = self._draw(name, k_draw, lanes)
         redraw = jax.random.uniform(k_choose, (lanes,)) < self.resample
         return jnp.where(redraw, fresh, perturbed)
+
+
+class HalvingState(NamedTuple):
+    """Per lane (each leaf ``[lanes]``): its point's hyperparameters, the metric's sum and count
+    since the last step, its last score, its point's seed and the run's iteration it started at."""
+
+    hparams: dict[str, jax.Array]
+    total: jax.Array
+    count: jax.Array
+    score: jax.Array
+    seed: jax.Array
+    started_at: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Halving(Ranked):
+    """Successive halving with restarts: every ``every`` iterations the worst ``drop`` of the
+    lanes start new points, drawn from ``ranges``. The ``k``-th point started at step ``r``
+    (``r = 1, 2, ...``) has seed ``seed + lanes + (r - 1) × dropped + k``: after every seed of the
+    run's own lanes. No step follows iteration ``until`` (the run's last), whose lanes are the
+    run's result."""
+
+    drop: float = 0.5
+    lanes: int = 0
+    until: int = 2**31 - 1
+
+    own_iterations = True
+
+    def dropped(self, lanes: int) -> int:
+        """How many lanes start new points at each step."""
+        return math.floor(lanes * self.drop)
+
+    def start(self, hparams: Mapping[str, jax.Array], seeds: jax.Array) -> HalvingState:
+        zeros = jnp.zeros(seeds.shape, jnp.float32)
+        hparams = {k: jnp.asarray(v, jnp.float32) for k, v in hparams.items()}
+        return HalvingState(
+            hparams, zeros, zeros, zeros, seeds.astype(jnp.int32), jnp.zeros_like(seeds, jnp.int32)
+        )
+
+    def local(self, population: HalvingState, iteration: jax.Array) -> jax.Array:
+        """Each lane's own iteration count: the run's less its point's start."""
+        return iteration - population.started_at
+
+    def step(
+        self, population: HalvingState, state: LoopState, metrics: Metrics, restart: Callable
+    ) -> tuple[HalvingState, LoopState, Metrics]:
+        """Fold ``metrics`` into the score; on a multiple of ``every`` (``state.iteration``, the
+        run's count), restart the worst lanes: ``restart(hparams, keys)`` is the loop state
+        ``init`` makes for every lane from those values and keys, of which the restarted lanes
+        keep theirs."""
+        population = self._observe(population, metrics)
+        due = (state.iteration % self.every == 0) & (state.iteration < self.until)
+        population, state = jax.lax.cond(
+            due,
+            functools.partial(self._restart, restart=restart),
+            lambda p, s: (p, s),
+            population,
+            state,
+        )
+        lineage = {f"halving/{k}": v for k, v in population.hparams.items()}
+        lineage["halving/seed"] = population.seed.astype(jnp.float32)
+        lineage["halving/started_at"] = population.started_at.astype(jnp.float32)
+        lineage["halving/score"] = population.score
+        return population, state, {**metrics, **lineage}
+
+    def _restart(
+        self, population: HalvingState, state: LoopState, restart: Callable
+    ) -> tuple[HalvingState, LoopState]:
+        lanes = population.score.shape[0]
+        drops = self.dropped(lanes)
+        score, order = self._ranked(population)
+        worst = order[:drops]
+        rung = state.iteration // self.every
+        new_seeds = self.seed + self.lanes + (rung - 1) * drops + jnp.arange(drops, dtype=jnp.int32)
+        seeds = population.seed.at[worst].set(new_seeds.astype(jnp.int32))
+        restarted = jnp.zeros((lanes,), bool).at[worst].set(True)
+        base = jax.random.key(self.seed ^ _HALVING_STREAM)
+        hparams = {}
+        for i, (name, values) in enumerate(population.hparams.items()):
+
+            def draw(seed, i=i, name=name):  # a point's values depend on its seed alone
+                return self._draw(name, jax.random.fold_in(jax.random.fold_in(base, seed), i), 1)[0]
+
+            hparams[name] = jnp.where(restarted, jax.vmap(draw)(seeds), values)
+        fresh = restart(hparams, jax.vmap(jax.random.key)(seeds))
+
+        def pick(new: jax.Array, old: jax.Array) -> jax.Array:
+            return jnp.where(restarted.reshape((lanes,) + (1,) * (old.ndim - 1)), new, old)
+
+        zeros = jnp.zeros_like(population.total)
+        population = HalvingState(
+            hparams,
+            zeros,
+            zeros,
+            jnp.where(restarted, 0.0, score),
+            seeds,
+            jnp.where(restarted, state.iteration, population.started_at),
+        )
+        fragments = jax.tree.map(pick, fresh.fragments, state.fragments)
+        return population, state._replace(fragments=fragments, key=pick(fresh.key, state.key))
 
 
 def factors(text: str) -> tuple[float, ...]:
@@ -211,45 +358,80 @@ def factors(text: str) -> tuple[float, ...]:
 
 
 def check(config: Any, sweep: Mapping[str, Any], lanes: int) -> None:
-    """The population-based training settings of ``config`` (a ``TrainConfig``), for a run of
-    ``lanes`` lanes sweeping ``sweep``; a :class:`ConfigError` names a wrong one."""
-    if not isinstance(config.pbt_every, int) or config.pbt_every < 0:
-        raise ConfigError(
-            f"pbt_every must be a non-negative number of env steps, got {config.pbt_every!r}"
-        )
-    if not config.pbt_every:
+    """The population settings of ``config`` (a ``TrainConfig``) for a run of ``lanes`` lanes
+    sweeping ``sweep``; a :class:`ConfigError` names a wrong one."""
+    for name in ("pbt_every", "halving_every"):
+        every = getattr(config, name)
+        if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+            raise ConfigError(f"{name} must be a non-negative number of env steps, got {every!r}")
+        if every and every < config.steps_per_iteration:
+            raise ConfigError(
+                f"{name} = {every} is less than one iteration "
+                f"(num_envs × rollout_len = {config.steps_per_iteration} env steps)"
+            )
+    if not (config.pbt_every or config.halving_every):
         return
-    if config.pbt_every < config.steps_per_iteration:
+    if config.pbt_every and config.halving_every:
         raise ConfigError(
-            f"pbt_every = {config.pbt_every} is less than one iteration "
-            f"(num_envs × rollout_len = {config.steps_per_iteration} env steps)"
+            "pbt_every and halving_every: a population either copies its best lanes (PBT) or "
+            "restarts its worst (successive halving); choose one"
         )
+    name = "pbt_every" if config.pbt_every else "halving_every"
     if not sweep:
         raise ConfigError(
-            "pbt_every: population-based training explores swept hyperparameters; sweep at "
-            "least one (e.g. --lr 1e-3,3e-4 or --lr loguniform:1e-4:1e-2 --num-lanes 8)"
+            f"{name}: a population explores swept hyperparameters; sweep at least one (e.g. "
+            "--lr 1e-3,3e-4 or --lr loguniform:1e-4:1e-2 --num-lanes 8)"
         )
-    if not 0 < config.pbt_quantile <= 0.5:
-        raise ConfigError(f"pbt_quantile must be in (0, 0.5], got {config.pbt_quantile!r}")
-    if math.floor(lanes * config.pbt_quantile) < 1:
+    if not str(config.rank_metric).lstrip("-"):
+        raise ConfigError(f"rank_metric = {config.rank_metric!r}: name a metric")
+    if config.pbt_every:
+        _check_pbt(config, lanes)
+        return
+    if config.policy_lag:
         raise ConfigError(
-            f"pbt_quantile = {config.pbt_quantile} of {lanes} lanes is no lane: use more lanes "
-            f"(at least {math.ceil(1 / config.pbt_quantile)}) or a larger quantile"
+            "halving_every with policy_lag = 1: a restarted lane would learn from the rollout "
+            "its predecessor collected; use policy_lag = 0"
         )
+    _fraction("halving_drop", config.halving_drop, lanes, 1.0)
+    points = config.num_iterations // (config.halving_every // config.steps_per_iteration)
+    last = config.seed + lanes + points * math.floor(lanes * config.halving_drop)
+    if last > 2**31 - 1:
+        raise ConfigError(
+            f"seed = {config.seed}: the points successive halving starts take seeds up to "
+            f"{last:,}, past 2**31 - 1; use a smaller seed"
+        )
+
+
+def _check_pbt(config: Any, lanes: int) -> None:
+    _fraction("pbt_quantile", config.pbt_quantile, lanes, 0.5)
     factors(config.pbt_perturb)
     if not 0 <= config.pbt_resample <= 1:
         raise ConfigError(f"pbt_resample must be in [0, 1], got {config.pbt_resample!r}")
-    if not str(config.pbt_metric).lstrip("-"):
-        raise ConfigError(f"pbt_metric = {config.pbt_metric!r}: name a metric")
+
+
+def _fraction(name: str, value: float, lanes: int, most: float) -> None:
+    """A fraction of the lanes, in ``(0, most]`` (``(0, 1)`` for ``most = 1``), that is at
+    least one lane."""
+    inside = 0 < value < 1 if most == 1 else 0 < value <= most
+    if not inside:
+        interval = "(0, 1)" if most == 1 else f"(0, {most}]"
+        raise ConfigError(f"{name} must be in {interval}, got {value!r}")
+    if math.floor(lanes * value) < 1:
+        raise ConfigError(
+            f"{name} = {value} of {lanes} lanes is no lane: use more lanes "
+            f"(at least {math.ceil(1 / value)}) or a larger fraction"
+        )
 
 
 def from_config(
-    config: Any, sweep: Mapping[str, Any], copied: tuple[str, ...]
-) -> Population | None:
-    """The :class:`Population` ``config`` asks for (``None`` without ``pbt_every``): ``sweep``
-    maps each swept hyperparameter to its list of values or its range (an object with ``kind``,
-    ``low`` and ``high``); ``copied`` names the fragments a lane copies."""
-    if not config.pbt_every:
+    config: Any, sweep: Mapping[str, Any], copied: tuple[str, ...], lanes: int
+) -> Population | Halving | None:
+    """The population ``config`` asks for (``None`` without ``pbt_every`` or
+    ``halving_every``): ``sweep`` maps each swept hyperparameter to its list of values or its
+    range (an object with ``kind``, ``low`` and ``high``); ``copied`` names the fragments a PBT
+    lane copies; ``lanes`` counts the run's lanes."""
+    every = config.pbt_every or config.halving_every
+    if not every:
         return None
     ranges = {
         name: Range("choice", tuple(swept))
@@ -257,15 +439,20 @@ def from_config(
         else Range(swept.kind, (swept.low, swept.high))
         for name, swept in sweep.items()
     }
-    metric = str(config.pbt_metric)
-    return Population(
-        every=config.pbt_every // config.steps_per_iteration,
-        quantile=config.pbt_quantile,
-        factors=factors(config.pbt_perturb),
-        resample=config.pbt_resample,
+    metric = str(config.rank_metric)
+    ranked = dict(
+        every=every // config.steps_per_iteration,
         metric=metric.lstrip("-"),
         minimize=metric.startswith("-"),
         ranges=ranges,
         seed=config.seed,
+    )
+    if config.halving_every:
+        return Halving(**ranked, drop=config.halving_drop, lanes=lanes, until=config.num_iterations)
+    return Population(
+        **ranked,
+        quantile=config.pbt_quantile,
+        factors=factors(config.pbt_perturb),
+        resample=config.pbt_resample,
         copied=copied,
     )

@@ -17,7 +17,7 @@ hyperparameters can be swept this way (see :func:`jaxrl_fdg.config.split_sweep`)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,7 @@ from jaxrl_fdg.core.types import LoopState, Metrics
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import population
 from jaxrl_fdg.policies.base import LoopBuilder, env_fragment
-from jaxrl_fdg.policies.population import POPULATION, Population, PopulationState
+from jaxrl_fdg.policies.population import POPULATION, Halving, Population
 from jaxrl_fdg.policies.single import Single
 
 if TYPE_CHECKING:  # types only: config and envs sit above policies
@@ -50,9 +50,12 @@ class SeedLoop(LoopWrapper):
       num_seeds: the number of lanes (runs).
       sweep: per swept hyperparameter, its value in each lane (``[num_seeds]``).
       build: a lane's loop from its swept values; required with ``sweep``.
-      population: population-based training across the lanes
+      population: population-based training or successive halving across the lanes
         (:mod:`jaxrl_fdg.policies.population`); needs a sweep. The swept values then live in the
-        state (``fragments[POPULATION]``), where its steps change them.
+        state (``fragments[POPULATION]``), where its steps change them; under successive
+        halving each lane also counts its own iterations (the loop state's counter stays the
+        run's, and each lane's loop sees its own).
+      seeds: each lane's seed (for a population's state).
     """
 
     def __init__(
@@ -61,7 +64,8 @@ class SeedLoop(LoopWrapper):
         num_seeds: int,
         sweep: Mapping[str, Sequence[float]] | None = None,
         build: Builder | None = None,
-        population: Population | None = None,
+        population: Population | Halving | None = None,
+        seeds: Sequence[int] | None = None,
     ):
         super().__init__(loop)
         self.num_seeds = num_seeds
@@ -71,6 +75,9 @@ class SeedLoop(LoopWrapper):
             raise ValueError("population-based training needs swept hyperparameters to explore")
         self._values = {k: np.asarray(v, np.float32) for k, v in (sweep or {}).items()}
         self.population = population
+        self._seeds = np.asarray(seeds if seeds is not None else range(num_seeds), np.int32)
+        own = population is not None and population.own_iterations
+        axes = _OWN_ITERATIONS if own else _STATE
         if self._values:
             self._lanes = lambda method, *axes: _swept(build, method, *axes)
         else:
@@ -78,10 +85,10 @@ class SeedLoop(LoopWrapper):
         # The iteration counter is one for all lanes, which advance together: kept unbatched,
         # a periodic node's condition on it stays a branch (a batched one would run both).
         self._init = self._lanes(lambda lane: lane.init, 0, _STATE)
-        self._begin = self._lanes(lambda lane: lane.begin, (_STATE,), (_STATE, 0, 0))
-        self._rollout = self._lanes(lambda lane: lane.rollout, (_STATE,), (_STATE, 0, 0))
-        self._learn = self._lanes(lambda lane: lane.learn, (_STATE, 0, 0), (_STATE, 0))
-        self._iteration = self._lanes(lambda lane: lane.iteration, (_STATE,), (_STATE, 0))
+        self._begin = self._lanes(lambda lane: lane.begin, (axes,), (axes, 0, 0))
+        self._rollout = self._lanes(lambda lane: lane.rollout, (axes,), (axes, 0, 0))
+        self._learn = self._lanes(lambda lane: lane.learn, (axes, 0, 0), (axes, 0))
+        self._iteration = self._lanes(lambda lane: lane.iteration, (axes,), (axes, 0))
         self._stack = self._lanes(lambda lane: lane.stack)
 
     def init(self, key):
@@ -89,17 +96,17 @@ class SeedLoop(LoopWrapper):
         if self.population is None:
             return state
         values = {k: jnp.asarray(v) for k, v in self._values.items()}
-        return _with(state, self.population.init(values))
+        return _with(state, self.population.start(values, jnp.asarray(self._seeds)))
 
     def begin(self, state):
-        (state, k_rollout, k_learn), population = self._split(self._begin, state)
-        return _with(state, population), k_rollout, k_learn
+        (state, k_rollout, k_learn), population, iteration = self._split(self._begin, state)
+        return _with(state, population, iteration), k_rollout, k_learn
 
     def rollout(self, state, fixed=None):
         if fixed is not None:
             raise ValueError("the lanes of a SeedLoop read their edges from their own state")
-        (state, trajectory, k_learn), population = self._split(self._rollout, state)
-        return _with(state, population), trajectory, k_learn
+        (state, trajectory, k_learn), population, iteration = self._split(self._rollout, state)
+        return _with(state, population, iteration), trajectory, k_learn
 
     def learn(self, state, trajectory, key):
         return self._learned(*self._split(self._learn, state, trajectory, key))
@@ -129,33 +136,44 @@ class SeedLoop(LoopWrapper):
 
     def _split(self, method: Callable, state: LoopState, *args):
         """``method`` (batched) on ``state`` with each lane's hyperparameters: the sweep's, or
-        the population's (taken out of the state); returns its outputs and the population."""
+        the population's (taken out of the state, with each lane's own iteration count under
+        successive halving). Returns its outputs, the population and the run's iteration."""
         if self.population is None:
-            return method(self._values, state, *args), None
+            return method(self._values, state, *args), None, None
         fragments = dict(state.fragments)
         population = fragments.pop(POPULATION)
-        return method(population.hparams, state._replace(fragments=fragments), *args), population
+        lanes = state._replace(fragments=fragments)
+        if self.population.own_iterations:
+            lanes = lanes._replace(iteration=self.population.local(population, state.iteration))
+        return method(population.hparams, lanes, *args), population, state.iteration
 
-    def _learned(self, outputs: tuple[LoopState, Metrics], population: PopulationState | None):
+    def _learned(self, outputs: tuple[LoopState, Metrics], population: Any, iteration: Any):
         """After the learn phase: a population's step, where one is due."""
         state, metrics = outputs
         if population is None:
             return state, metrics
-        population, fragments, metrics = self.population.after_learn(
-            population, state.fragments, state.iteration, metrics
+        state = state._replace(iteration=iteration + 1)
+        population, state, metrics = self.population.step(
+            population, state, metrics, restart=self._init
         )
-        return _with(state._replace(fragments=fragments), population), metrics
+        return _with(state, population), metrics
 
 
-def _with(state: LoopState, population: PopulationState | None) -> LoopState:
-    """``state`` with the population's state beside the fragments'."""
+def _with(state: LoopState, population: Any, iteration: jax.Array | None = None) -> LoopState:
+    """``state`` with the population's state beside the fragments' (and the run's
+    ``iteration`` for the lanes' own counts)."""
     if population is None:
         return state
-    return state._replace(fragments={**state.fragments, POPULATION: population})
+    fragments = {**state.fragments, POPULATION: population}
+    if iteration is None:
+        return state._replace(fragments=fragments)
+    return state._replace(fragments=fragments, iteration=iteration)
 
 
-# How a LoopState is laid out over the lanes: all but the iteration counter per lane.
+# How a LoopState is laid out over the lanes: all but the iteration counter per lane, or (lanes
+# that count their own iterations) all of it.
 _STATE = LoopState(fragments=0, key=0, iteration=None, pending=0)
+_OWN_ITERATIONS = LoopState(fragments=0, key=0, iteration=0, pending=0)
 
 
 def _swept(build: Builder, method: Callable, in_axes=0, out_axes=0) -> Callable:
@@ -210,8 +228,9 @@ class Replicated(Single):
         lanes = resolved.lanes
         sweep = {name: [lane.point[name] for lane in lanes] for name in resolved.sweep}
         loop = build(env, {})
-        pbt = population.from_config(resolved.config, resolved.sweep, loop.learner_side)
-        return SeedLoop(loop, len(lanes), sweep, lambda swept: build(env, swept), pbt)
+        pop = population.from_config(resolved.config, resolved.sweep, loop.learner_side, len(lanes))
+        seeds = [lane.seed for lane in lanes]
+        return SeedLoop(loop, len(lanes), sweep, lambda swept: build(env, swept), pop, seeds)
 
     def initial_key(self, resolved: Resolved) -> jax.Array:
         return seed_keys([lane.seed for lane in resolved.lanes])

@@ -7,11 +7,10 @@ from typing import Any
 import numpy as np
 
 from jaxrl_fdg.core.loop import RUNS
+from jaxrl_fdg.policies.population import LINEAGE_PREFIXES
 from jaxrl_fdg.profiling import summary_table
 
 EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
-# A population's lineage (jaxrl_fdg.policies.population): each lane's row keeps its last value.
-LINEAGE = "pbt/"
 
 
 def length(metrics: dict[str, np.ndarray]) -> int:
@@ -20,8 +19,8 @@ def length(metrics: dict[str, np.ndarray]) -> int:
 
 def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
     """One ``metrics.jsonl`` row for a chunk of iterations: counters, episode statistics and
-    the mean of every other metric over the chunk. A population's lineage (``pbt/...``) is its
-    value after the chunk's last iteration, in each lane's row only.
+    the mean of every other metric over the chunk. A population's lineage (``pbt/...``,
+    ``halving/...``) is its value after the chunk's last iteration, in each lane's row only.
 
     A fragment of a periodic node reports ``<fragment>/runs`` (1 where it ran): its row holds
     the number of runs in the chunk, and its other metrics ``<fragment>/...`` are means over
@@ -40,7 +39,7 @@ def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
         fragment = key.split("/")[0] if "/" in key else None
         if key in EPISODE_KEYS:
             continue
-        if key.startswith(LINEAGE):  # a lane's state after the chunk; no mean over lanes
+        if key.startswith(LINEAGE_PREFIXES):  # a lane's state after the chunk; no mean over lanes
             if np.ndim(values) == 1:
                 out[key] = float(np.asarray(values)[-1])
             continue

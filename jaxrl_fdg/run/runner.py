@@ -454,7 +454,7 @@ def _lane_folders(
         )
         folders.append(RunFolder(path))
         folders[-1].write_config(to_mapping(single))
-    if config.pbt_every:
+    if config.pbt_every or config.halving_every:
         folder.write_population(_population(resolved))
     return folders
 
@@ -463,7 +463,11 @@ def _population(resolved: Resolved) -> dict[str, Any]:
     """What ``population.json`` holds: a population's settings and its lanes in the order of
     the vmapped axis, whose index ``pbt/parent`` gives (the lane folders sort otherwise)."""
     config = resolved.config
-    settings = ("pbt_every", "pbt_quantile", "pbt_perturb", "pbt_resample", "pbt_metric")
+    settings = (
+        ("halving_every", "halving_drop")
+        if config.halving_every
+        else ("pbt_every", "pbt_quantile", "pbt_perturb", "pbt_resample")
+    )
     lanes = [
         {"index": i, "name": lane.name, "seed": lane.seed, "point": lane.point}
         for i, lane in enumerate(resolved.lanes)

@@ -1,6 +1,7 @@
 """Population-based training across the lanes of one program, and random searches."""
 
 import csv
+import re
 import shutil
 
 import jax
@@ -147,7 +148,14 @@ def test_a_copy_takes_the_donors_learner_and_keeps_its_environments():
 
 def test_a_step_is_due_only_on_its_interval():
     population = Population(
-        1 * 3, 0.5, (1.0,), 0.0, "loss", True, {"lr": Range("choice", (1.0,))}, 0
+        every=3,
+        metric="loss",
+        minimize=True,
+        ranges={"lr": Range("choice", (1.0,))},
+        seed=0,
+        quantile=0.5,
+        factors=(1.0,),
+        resample=0.0,
     )
     state = population.init({"lr": jnp.ones(2)})
     metrics = {"loss": jnp.array([1.0, 2.0])}
@@ -241,6 +249,9 @@ def test_a_random_search_lane_equals_its_point_run_alone():
         (dict(hparams={"num_minibatches": 2}), "sweep at least one"),
         (dict(pbt_quantile=0.1), "of 4 lanes is no lane"),
         (dict(pbt_quantile=0.75), "pbt_quantile must be in (0, 0.5]"),
+        (dict(halving_every=32), "choose one"),
+        (dict(pbt_every=0, halving_every=32, halving_drop=1.0), "halving_drop must be in (0, 1)"),
+        (dict(pbt_every=0, halving_every=32, policy_lag=1), "use policy_lag = 0"),
         (dict(pbt_perturb="0.8,x"), "pbt_perturb = '0.8,x'"),
         (dict(pbt_resample=2.0), "pbt_resample must be in [0, 1]"),
         (dict(pbt_every=8), "less than one iteration"),
@@ -255,10 +266,93 @@ def test_a_random_search_lane_equals_its_point_run_alone():
     ],
 )
 def test_wrong_population_settings_are_refused(changes, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         resolve(PPO.replace(**changes))
 
 
 def test_an_unknown_ranking_metric_names_the_valid_ones():
-    with pytest.raises(ConfigError, match="pbt_metric = 'nope' is not a metric.*approx_kl"):
-        rl.train(PPO.replace(pbt_metric="nope"))
+    with pytest.raises(ConfigError, match="rank_metric = 'nope' is not a metric.*approx_kl"):
+        rl.train(PPO.replace(rank_metric="nope"))
+
+
+# Successive halving over a random search of 4 lanes: every 2 iterations the worse half restarts.
+HALVING = PPO.replace(
+    num_seeds=1,
+    num_lanes=4,
+    pbt_every=0,
+    halving_every=32,
+    # Not annealed: the point run alone for 2 iterations then anneals as the lane does.
+    hparams={**PPO.hparams, "lr": "loguniform:1e-5:3e-3", "anneal_lr": False},
+)
+
+
+@pytest.fixture(scope="module")
+def halving_run():
+    return rl.train(HALVING)
+
+
+def test_a_restarted_lane_computes_its_new_point_alone(halving_run):
+    metrics = halving_run.metrics  # [iterations, lanes]
+    seeds, started = metrics["halving/seed"], metrics["halving/started_at"]
+    # Two lanes restart at iteration 2 and two at 4 (none after the last, 6): seeds 4 and 5,
+    # then 6 and 7, follow the lanes' own 0..3.
+    assert sorted(seeds[1][started[1] == 2].astype(int)) == [4, 5]
+    assert sorted(seeds[-1][started[-1] == 4].astype(int)) == [6, 7]
+    assert started[-1].max() == 4
+    lane = int(np.argmax(started[-1] == 4))  # a point started at iteration 4 ran 2 iterations
+    seed, lr = int(seeds[-1, lane]), float(metrics["halving/lr"][-1, lane])
+    assert 1e-5 <= lr <= 3e-3
+    alone = rl.train(
+        HALVING.replace(
+            num_lanes=0,
+            halving_every=0,
+            seed=seed,
+            total_steps=16 * 2,
+            hparams={**HALVING.hparams, "lr": lr},
+        )
+    )
+    for key in ("loss", "episode_return_sum", "episodes"):
+        np.testing.assert_allclose(
+            metrics[key][4:, lane], alone.metrics[key], rtol=1e-5, atol=1e-6, err_msg=key
+        )
+    lane_state = jax.tree.map(lambda x: x[lane], halving_run.state.fragments)
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+        {k: v for k, v in lane_state.items() if k != POPULATION},
+        alone.state.fragments,
+    )
+
+
+def test_a_restarted_lane_counts_its_own_iterations():
+    # DQN reads the env steps (the iteration) for learning_starts and prioritized replay's β: a
+    # point started at iteration 4 must see 0, as alone, and not learn in its first iteration.
+    # Its values: ε_end from a range, lr from a list.
+    config = DQN.replace(
+        pbt_every=0,
+        halving_every=32,
+        hparams={**DQN.hparams, "learning_starts": 32, "replay": "prioritized"},
+    )
+    run = rl.train(config)
+    started = run.metrics["halving/started_at"]
+    lane = int(np.argmax(started[-1] == 4))
+    point = {
+        name: float(run.metrics[f"halving/{name}"][-1, lane]) for name in ("lr", "epsilon_end")
+    }
+    seed = int(run.metrics["halving/seed"][-1, lane])
+    whole = rl.train(
+        config.replace(num_lanes=0, halving_every=0, seed=seed, hparams={**config.hparams, **point})
+    )
+    for key in ("loss", "episodes", "episode_return_sum"):
+        np.testing.assert_allclose(
+            run.metrics[key][4:, lane], whole.metrics[key][:2], rtol=1e-5, atol=1e-6, err_msg=key
+        )
+
+
+@pytest.mark.parametrize("fusion", ["step", pytest.param("fragment", marks=pytest.mark.slow)])
+def test_every_fusion_mode_halves_alike(halving_run, fusion):
+    run = rl.train(HALVING.replace(fusion=fusion))
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+        run.state.fragments,
+        halving_run.state.fragments,
+    )
