@@ -34,7 +34,7 @@ from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.profiling.timers import block_until_ready
-from jaxrl_fdg.run import autotune, loggers, memory, versions
+from jaxrl_fdg.run import autotune, extension, loggers, memory, versions
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
@@ -126,8 +126,12 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
 
         compile_cache.enable()
     resolved = resolve(given, spec)  # every ConfigError is raised here, before compiling
+    saved = extension.recorded(resume) if resume is not None else None
+    longer = extension.extended(resolved.config, saved)
+    if longer != resolved.config:  # an extension: the schedules keep the horizon they ran under
+        resolved = resolve(longer, resolved.spec)
     config = resolved.config
-    if resume is None and budget_given:
+    if budget_given and (saved is None or config.total_steps != saved.get("total_steps")):
         _warn_of_steps_left_out(config)
     chosen = None
     if config.fusion == AUTO_FUSION or config.placement == AUTO_PLACEMENT:
@@ -216,6 +220,7 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
     try:
         checkpointer = _checkpointer(resolved, path, resume)  # a resume's config is checked
         state, rows = _start(resolved, plan, extra, checkpointer, folder, resume)
+        extension.warn_of_schedules(resolved)  # once the run is sure to go on
         lane_folders = _lane_folders(folder, resolved, resume, iterations_done(state))
         loggers.attach(config, folder, lane_folders)
         signals.check()  # a stop signal during start-up that something swallowed still stops
@@ -233,6 +238,8 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
     )
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
+    if folder is not None and extension.read(folder.path):  # the budgets the run has had
+        session.summary_extra["extensions"] = extension.read(folder.path)
     try:
         with signals.requesting(session.request_stop):
             state = session.execute(state)
@@ -380,6 +387,7 @@ def _start(resolved, plan, extra, checkpointer, folder, resume):
     if resume is not None and folder is not None:  # process 0's, in a run across processes
         rows = folder.truncate_metrics(iterations_done(state))
         versions.record(folder, iterations_done(state), checkpointer.versions)
+        extension.record(folder.path, resolved, iterations_done(state))
     if not from_shapes:
         with _sweep_errors(resolved), _memory_errors(resolved):
             plan.compile(state, extra)
@@ -462,9 +470,10 @@ def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) 
     that change nothing it computes aside, ``config.NOT_COMPUTED``): editing ``config.toml``
     or giving a flag that changes the run is refused, naming each changed key."""
     current = to_mapping(resolved)
-    saved, source, written = None, "its config.toml", None
+    saved, source, written, done = None, "its config.toml", None, None
     for step in reversed(checkpointer.steps()):
         if checkpointer.damage(step) is None:
+            done = step if done is None else done  # where the resume goes on from
             saved = checkpointer.stored_config(step)
             if saved is not None:
                 source = f"its checkpoint at iteration {step}"
@@ -482,12 +491,13 @@ def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) 
             f"({', '.join(changed_versions)}): the same bits are promised for the same versions "
             "only"
         )
-    changed = _changed_keys(saved, current)
+    changed = _changed_keys(*extension.comparable(saved, current))
     if changed:
         details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in changed)
         raise ConfigError(
             f"cannot resume {str(path)!r} with a configuration other than {source}'s ({details})"
         )
+    extension.check_budget(path, done or 0, resolved)
 
 
 def _changed_keys(saved: dict, current: dict, prefix: str = "") -> list[tuple[str, Any, Any]]:
