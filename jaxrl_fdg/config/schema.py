@@ -97,7 +97,8 @@ class TrainConfig:
       eval_episodes: episodes per evaluation, played in parallel on environments of their own.
       num_seeds: independent runs with seeds ``seed, seed + 1, ...`` in one program (vmapped);
         each computes what the run with its seed alone computes. Per-seed metrics go to
-        ``seed-<seed>/`` inside the run folder; the run's own rows average over seeds.
+        ``seed-<seed>/`` inside the run folder (beyond ``run.lanes.LANE_FOLDERS_MAX`` lanes, to
+        one table, ``lane_metrics.jsonl``); the run's own rows average over seeds.
       placement: a registered placement (``jaxrl_fdg.policies``): ``single`` (one device);
         ``data_parallel`` (``num_envs`` split into ``devices`` shards, gradients averaged across
         them); ``actor_learner`` (the rollout on one device, the learner on another); or

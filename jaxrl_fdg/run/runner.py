@@ -22,7 +22,6 @@ from jaxrl_fdg.config import (
     Resolved,
     TrainConfig,
     load,
-    make_hparams,
     resolve,
     to_mapping,
 )
@@ -34,7 +33,7 @@ from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.profiling.timers import block_until_ready
-from jaxrl_fdg.run import autotune, extension, loggers, memory, versions
+from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, versions
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
@@ -216,17 +215,17 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
         def evaluate(state: LoopState, iteration: int):
             return plan.call("evaluate", state.fragments, keys(iteration))
 
-    checkpointer, lane_folders, rows = None, [], []
+    checkpointer, lane_log, rows = None, None, []
     try:
         checkpointer = _checkpointer(resolved, path, resume)  # a resume's config is checked
         state, rows = _start(resolved, plan, extra, checkpointer, folder, resume)
         extension.warn_of_schedules(resolved)  # once the run is sure to go on
-        lane_folders = _lane_folders(folder, resolved, resume, iterations_done(state))
-        loggers.attach(config, folder, lane_folders)
+        lane_log = lanes.open_lanes(folder, resolved, resume, iterations_done(state))
+        loggers.attach(config, folder, lane_log.folders if lane_log else [])
         signals.check()  # a stop signal during start-up that something swallowed still stops
     except BaseException as error:
-        for each in lane_folders:
-            each.close()
+        if lane_log is not None:
+            lane_log.close()
         if checkpointer is not None:
             checkpointer.close()
         _stopped_before_training(resolved, plan, folder, resume, rows, error, signals)
@@ -234,7 +233,7 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     agree = distributed.agree if config.num_processes > 1 else None
     session = Session(
-        config, label, plan, folder, checkpointer, rows, evaluate, lane_folders, signals, agree
+        config, label, plan, folder, checkpointer, rows, evaluate, lane_log, signals, agree
     )
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
@@ -262,8 +261,8 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
             with signals.absorbing():  # the summary says how the run ended, whatever comes
                 summary = session.finish(loop)
         finally:
-            for lane_folder in lane_folders:
-                lane_folder.close()
+            if lane_log is not None:
+                lane_log.close()
             if checkpointer is not None:
                 checkpointer.close()
             resolved.placement.release(loop, state)
@@ -429,40 +428,6 @@ def _sweep_errors(resolved: Resolved):
             f"decides the program's structure from a swept value ({first}); run one "
             "configuration per value instead"
         ) from None
-
-
-def _lane_folders(
-    folder: RunFolder | None, resolved: Resolved, resume, iteration: int
-) -> list[RunFolder]:
-    """With several lanes (seeds, sweep points), a run folder of its own for each inside the
-    run's folder, ``seed-<seed>/`` or ``<name>=<value>-seed-<seed>/``: its config (that run
-    alone) and its metrics, which ``jaxrl-fdg plot`` draws as replicates, grouped by what
-    differs. Made once the programs compile (a run refused for its size writes none); a
-    resume keeps each lane's rows up to ``iteration`` and makes the lanes a stop while
-    compiling left unmade."""
-    config = resolved.config
-    if folder is None or len(resolved.lanes) == 1:
-        return []
-    folders = []
-    for lane in resolved.lanes:
-        path = folder.path / lane.name
-        if resume is not None and (path / "config.toml").is_file():
-            folders.append(RunFolder.open(path))
-            folders[-1].truncate_metrics(iteration, quiet=True)
-            continue
-        try:
-            path.mkdir(exist_ok=resume is not None)
-        except (FileExistsError, NotADirectoryError):
-            raise ConfigError(f"{str(path)!r} is a file, not a lane's run folder") from None
-        hparams = {**config.hparams, **lane.point}
-        single = resolved._replace(  # that run alone; nothing to check or build again
-            config=config.replace(seed=lane.seed, num_seeds=1, hparams=hparams),
-            hparams=make_hparams(resolved.spec, hparams),
-            sweep={},
-        )
-        folders.append(RunFolder(path))
-        folders[-1].write_config(to_mapping(single))
-    return folders
 
 
 def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) -> None:
