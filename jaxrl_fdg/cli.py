@@ -200,7 +200,9 @@ def _train_parser(algo: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--resume",
         metavar="RUN",
-        help="continue the run in this folder from its latest checkpoint, with its own config",
+        help="continue the run in this folder from its latest checkpoint, with its own config; "
+        "with --total-steps, to that budget (an extension: its schedules keep the horizon they "
+        "ran under)",
     )
     _add_run_flags(parser, spec)
     group = parser.add_argument_group(f"{spec.name} hyperparameters")

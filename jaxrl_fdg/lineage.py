@@ -17,13 +17,15 @@ import numpy as np
 
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.plots import check_image_path, load_run
+from jaxrl_fdg.run import lanes
 from jaxrl_fdg.run.run_folder import POPULATION_FILE
 
 DEFAULT_OUTPUT = "lineage.png"
 
 
 class Copy(NamedTuple):
-    """Lane ``child`` copied lane ``parent`` (indices) at ``iteration``, ``step`` env steps."""
+    """Lane ``child`` copied lane ``parent`` (indices) at ``iteration``, ``step`` env steps; under
+    successive halving, started a new point there (``parent`` -1)."""
 
     child: int
     parent: int
@@ -33,54 +35,62 @@ class Copy(NamedTuple):
 
 class Lineage(NamedTuple):
     """A population read back: lane names in vmapped order, each lane's rows, the swept
-    hyperparameters' names, and every copy in order."""
+    hyperparameters' names, every copy (or restart) in order, and its column prefix."""
 
     names: list[str]
     rows: list[list[dict[str, Any]]]
     hparams: list[str]
     copies: list[Copy]
+    prefix: str = "pbt/"
 
 
 def lineage(run: str | Path) -> Lineage:
-    """Read the lineage of the population-based training run in folder ``run``."""
+    """Read the lineage of the population in run folder ``run`` (``--pbt-every`` or
+    ``--halving-every``)."""
     run = Path(run)
     path = run / POPULATION_FILE
     if not path.is_file():
         raise ConfigError(
-            f"{str(run)!r} is not a population-based training run (no {POPULATION_FILE}; "
-            "train with --pbt-every)"
+            f"{str(run)!r} is not a population's run (no {POPULATION_FILE}; train with "
+            "--pbt-every or --halving-every)"
         )
     try:
-        lanes = json.loads(path.read_text(encoding="utf-8"))["lanes"]
-        names = [lane["name"] for lane in sorted(lanes, key=lambda lane: lane["index"])]
+        entries = json.loads(path.read_text(encoding="utf-8"))["lanes"]
+        names = [entry["name"] for entry in sorted(entries, key=lambda entry: entry["lane"])]
     except (ValueError, KeyError, TypeError) as e:
         raise ConfigError(f"{str(path)!r} is not a population file: {e}") from None
-    rows = [load_run(run / name).rows for name in names]
-    hparams = sorted(
-        {k[4:] for k in rows[0][0] if k.startswith("pbt/")} - {"parent", "copied_at", "score"}
-    )
+    if (run / lanes.INDEX).is_file():  # the lanes' rows in one table
+        tabled = {name: rows for name, _, rows in lanes.read_table(run)}
+        rows = [tabled[name] for name in names]
+    else:
+        rows = [load_run(run / name).rows for name in names]
+    halving = any(k.startswith("halving/") for k in rows[0][0])
+    prefix, since = ("halving/", "started_at") if halving else ("pbt/", "copied_at")
+    own = {"parent", "copied_at", "score", "seed", "started_at"}
+    hparams = sorted({k[len(prefix) :] for k in rows[0][0] if k.startswith(prefix)} - own)
     copies = []
     for child, lane_rows in enumerate(rows):
-        last = -1
+        last = 0 if halving else -1  # a lane's first point starts at 0; it has copied no one
         for row in lane_rows:
-            at = int(row.get("pbt/copied_at", -1))
+            at = int(row.get(prefix + since, -1))
             if at >= 0 and at != last:
                 step = at * row["step"] / row["iteration"]
-                copies.append(Copy(child, int(row["pbt/parent"]), at, step))
+                copies.append(Copy(child, int(row.get("pbt/parent", -1)), at, step))
             last = at
     copies.sort(key=lambda c: (c.iteration, c.child))
-    return Lineage(names, rows, hparams, copies)
+    return Lineage(names, rows, hparams, copies, prefix)
 
 
 def plot_lineage(
     run: str | Path, metric: str = "episode_return", output: str | Path | None = None
 ) -> Path:
     """Draw the population of ``run``: ``metric`` of each lane, then each swept hyperparameter,
-    against env steps; a copy is a dashed line from the parent's value to the child's. Saves to
+    against env steps; a copy is a dashed line from the parent's value to the child's, a
+    restart (successive halving) a dot at the new point's value. Saves to
     ``output`` (default: :data:`DEFAULT_OUTPUT` in the run folder); returns the file written."""
     found = lineage(run)
     if metric not in found.rows[0][0]:
-        columns = sorted(k for k in found.rows[0][0] if not k.startswith("pbt/"))
+        columns = sorted(k for k in found.rows[0][0] if not k.startswith(found.prefix))
         raise ConfigError(
             f"metric {metric!r} is not a column of the lanes' rows ({', '.join(columns)})"
         )
@@ -90,7 +100,7 @@ def plot_lineage(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [metric, *(f"pbt/{name}" for name in found.hparams)]
+    panels = [metric, *(found.prefix + name for name in found.hparams)]
     fig, axes = plt.subplots(
         len(panels), 1, sharex=True, figsize=(8, 2.2 * len(panels) + 0.6), squeeze=False
     )
@@ -101,19 +111,21 @@ def plot_lineage(
             ax.plot(x, y, color=colors[lane], lw=1.2, label=name, drawstyle="steps-post")
         if column != metric:
             for c in found.copies:
-                before = _value_at(found.rows[c.parent], column, c.step)
                 after = _value_at(found.rows[c.child], column, c.step)
-                ax.plot([c.step, c.step], [before, after], color="0.4", ls="--", lw=0.8)
+                if c.parent >= 0:  # a copy: from the parent's value to the child's
+                    before = _value_at(found.rows[c.parent], column, c.step)
+                    ax.plot([c.step, c.step], [before, after], color="0.4", ls="--", lw=0.8)
                 ax.plot([c.step], [after], "o", color=colors[c.child], ms=3)
             values = np.concatenate([_series(rows, column)[1] for rows in found.rows])
             values = values[np.isfinite(values)]
             if len(values) and values.min() > 0 and values.max() / values.min() > 20:
                 ax.set_yscale("log")
-        ax.set_ylabel(column.removeprefix("pbt/"))
+        ax.set_ylabel(column.removeprefix(found.prefix))
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("env steps")
+    events = "copies (dashed)" if found.prefix == "pbt/" else "restarts on new points (dots)"
     axes[0, 0].set_title(
-        f"{Path(run).name}: {len(found.names)} lanes, {len(found.copies)} copies (dashed)"
+        f"{Path(run).name}: {len(found.names)} lanes, {len(found.copies)} {events}"
     )
     if len(found.names) <= 16:
         axes[0, 0].legend(fontsize=6, ncol=2, loc="best")

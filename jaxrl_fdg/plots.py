@@ -120,9 +120,10 @@ def check_image_path(output: Path) -> Path:
 def find_runs(paths: Iterable[str | Path]) -> list[Run]:
     """Load each path as a run folder; a folder holding run folders stands for all of them, and
     a run of several lanes (``--num-seeds``, a sweep) for its lanes' own folders (``seed-<seed>``,
-    ``<name>=<value>-seed-<seed>``), not for its rows averaged over them. A run named twice
+    ``<name>=<value>-seed-<seed>``), or its lanes' table (more lanes than
+    ``run.lanes.LANE_FOLDERS_MAX``), not for its rows averaged over them. A run named twice
     (``runs runs/a``) counts once, or it would count as two seeds."""
-    folders: dict[Path, Path] = {}
+    folders: dict[Path, Path | Run] = {}
     for path in map(Path, paths):
         if path.exists() and not path.is_dir():
             hint = f" (give its folder, {str(path.parent)!r})" if _is_run(path.parent) else ""
@@ -139,9 +140,14 @@ def find_runs(paths: Iterable[str | Path]) -> list[Run]:
         if not inner:
             raise ConfigError(f"{str(path)!r} is not a run folder (no metrics.jsonl) nor holds one")
         for folder in inner:
-            folders.setdefault(folder.resolve(), folder)
+            folders.setdefault(
+                (folder if isinstance(folder, Path) else folder.path).resolve(), folder
+            )
     runs = []
     for folder in folders.values():
+        if isinstance(folder, Run):  # a lane of a table, read already
+            runs.append(folder)
+            continue
         try:
             runs.append(load_run(folder))
         except OSError as e:
@@ -153,9 +159,19 @@ def _is_run(path: Path) -> bool:
     return (path / "metrics.jsonl").is_file()
 
 
-def _lanes(run: Path) -> list[Path]:
+def _lanes(run: Path) -> list[Path | Run]:
     """The run folders of a run's lanes in the order of their numbers (``seed-2`` before
-    ``seed-10``, ``lr=0.0003`` before ``lr=0.001``), or the run itself when it has one lane."""
+    ``seed-10``, ``lr=0.0003`` before ``lr=0.001``), or its lanes read from their table (in the
+    lanes' order, each at ``<run>/<lane name>``), or the run itself when it has one lane."""
+    from jaxrl_fdg.run import lanes
+
+    if (run / lanes.INDEX).is_file() and (run / f"{lanes.TABLE}.jsonl").is_file():
+        found = []
+        for name, config, rows in lanes.read_table(run):
+            if not rows:
+                raise ConfigError(f"lane {name!r} of {str(run)!r} has no metrics rows yet")
+            found.append(Run(run / name, _flatten(config), rows))
+        return found
     return sorted((p for p in run.iterdir() if _is_run(p)), key=_by_numbers) or [run]
 
 

@@ -95,11 +95,13 @@ def _place(
             f"num_envs × rollout_len = {config.steps_per_iteration:,} steps per iteration is "
             f"more than {validate.INT32_MAX:,}"
         )
-    if config.total_steps < config.steps_per_iteration:
-        raise ConfigError(
-            f"total_steps = {config.total_steps} is less than one iteration "
-            f"(num_envs × rollout_len = {config.steps_per_iteration})"
-        )
+    for name in ("total_steps", "schedule_steps"):
+        steps = getattr(config, name)
+        if steps is not None and steps < config.steps_per_iteration:
+            raise ConfigError(
+                f"{name} = {steps} is less than one iteration "
+                f"(num_envs × rollout_len = {config.steps_per_iteration})"
+            )
     _, sweep = split_sweep(spec, config.hparams)
     runs = lanes(config, sweep)
     population.check(config, sweep, len(runs))
@@ -117,7 +119,7 @@ def _place(
         action_space=spaces[1],
         num_envs=config.num_envs,
         rollout_len=config.rollout_len,
-        num_iterations=config.num_iterations,
+        num_iterations=config.schedule_iterations,
         hparams=hparams,
         env=env,
         env_params=env_params,
@@ -151,15 +153,8 @@ def check_values(
     validate.choice("profile mode", config.profile, PROFILE_MODES)
     for name in ("num_envs", "rollout_len"):
         validate.positive_int(name, getattr(config, name))
-    if isinstance(config.total_steps, int) and config.total_steps > validate.INT32_MAX:
-        # The budget itself may pass 2**31; the iteration counter (int32) may not.
-        if config.total_steps // config.steps_per_iteration > validate.INT32_MAX:
-            raise ConfigError(
-                f"total_steps = {config.total_steps:,} makes more than {validate.INT32_MAX:,} "
-                "iterations; the iteration counter is a 32-bit integer"
-            )
-    else:
-        validate.positive_int("total_steps", config.total_steps)
+    for name in ("total_steps", "schedule_steps"):
+        _check_budget(name, getattr(config, name), config.steps_per_iteration)
     validate.non_negative("log_every", config.log_every)
     validate.non_negative("checkpoint_every", config.checkpoint_every)
     validate.positive_int("keep", config.keep)
@@ -206,6 +201,21 @@ def check_values(
         for value in values:
             make_hparams(spec, {**fixed, name: value})
     return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in checked.items()}})
+
+
+def _check_budget(name: str, steps: Any, per_iteration: int) -> None:
+    """A budget in env steps (``schedule_steps`` may be unset): a positive integer; past 2**31
+    it may go, but not the iterations it makes (the iteration counter is a 32-bit integer)."""
+    if steps is None and name == "schedule_steps":
+        return
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps > validate.INT32_MAX:
+        if steps // per_iteration > validate.INT32_MAX:
+            raise ConfigError(
+                f"{name} = {steps:,} makes more than {validate.INT32_MAX:,} iterations; the "
+                "iteration counter is a 32-bit integer"
+            )
+    else:
+        validate.positive_int(name, steps)
 
 
 def _check_autos_in_one_process(config: TrainConfig) -> None:

@@ -67,7 +67,13 @@ class TrainConfig:
       fusion: one of ``eager | step | fragment | iteration | scan``, or ``auto`` (each compiled
         mode measured on the run, the fastest run: ``jaxrl_fdg.run.autotune``).
       total_steps: environment-step budget; the run does ``total_steps // (num_envs × rollout_len)``
-        whole iterations.
+        whole iterations. A resumed run given a larger one goes on to it (an extension:
+        :mod:`jaxrl_fdg.run.extension`).
+      schedule_steps: env steps that the schedules which depend on the budget span
+        (``AlgorithmContext.num_iterations``: PPO's annealed learning rate, DQN's epsilon decay,
+        prioritized replay's beta); past them a schedule holds its last value. ``None``: the
+        budget, ``total_steps``. An extension sets it to the budget the run had before, so the
+        iterations already done keep the schedule they ran under.
       num_envs: environments stepped in parallel.
       rollout_len: steps per environment per iteration.
       seed: the run's only source of randomness.
@@ -94,7 +100,8 @@ class TrainConfig:
       eval_episodes: episodes per evaluation, played in parallel on environments of their own.
       num_seeds: independent runs with seeds ``seed, seed + 1, ...`` in one program (vmapped);
         each computes what the run with its seed alone computes. Per-seed metrics go to
-        ``seed-<seed>/`` inside the run folder; the run's own rows average over seeds.
+        ``seed-<seed>/`` inside the run folder (beyond ``run.lanes.LANE_FOLDERS_MAX`` lanes, to
+        one table, ``lane_metrics.jsonl``); the run's own rows average over seeds.
       num_lanes: with a hyperparameter given as a range (``loguniform:LOW:HIGH``,
         ``uniform:LOW:HIGH``), the number of points a random search draws; lane ``i`` has seed
         ``seed + i`` and computes what that point run alone with that seed computes.
@@ -158,7 +165,19 @@ class TrainConfig:
     env_options: Mapping[str, Any] = setting(
         {}, EXPERIMENT, "keywords for the environment", flag=False
     )
-    total_steps: int | None = setting(None, EXPERIMENT, "environment-step budget")
+    total_steps: int | None = setting(
+        None,
+        EXPERIMENT,
+        "environment-step budget; with --resume, a larger one extends the run (its schedules "
+        "keep their horizon: --schedule-steps)",
+    )
+    schedule_steps: int | None = setting(
+        None,
+        EXPERIMENT,
+        "env steps that the schedules which depend on the budget span (an annealed learning "
+        "rate, epsilon decay), holding their last value past them; default: total_steps, or the "
+        "first budget of an extended run",
+    )
     num_envs: int | None = setting(None, EXPERIMENT, "environments stepped in parallel")
     rollout_len: int | None = setting(None, EXPERIMENT, "steps per environment per iteration")
     seed: int = setting(0, EXPERIMENT, "random seed")
@@ -308,6 +327,12 @@ class TrainConfig:
     @property
     def num_iterations(self) -> int:
         return self._setting("total_steps") // self.steps_per_iteration
+
+    @property
+    def schedule_iterations(self) -> int:
+        """Iterations the budget's schedules span (``AlgorithmContext.num_iterations``)."""
+        steps = self.total_steps if self.schedule_steps is None else self.schedule_steps
+        return steps // self.steps_per_iteration
 
     @property
     def loggers(self) -> tuple[str, ...]:

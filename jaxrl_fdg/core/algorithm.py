@@ -46,7 +46,9 @@ class AlgorithmContext:
       num_envs: environments stepped in parallel by this copy of the graph (the batch axis
         ``B``; a data-parallel shard's share).
       rollout_len: steps per rollout (the time axis ``T``).
-      num_iterations: rollout + update iterations in the whole run (for schedules).
+      num_iterations: the iterations that schedules depending on the budget span: the run's
+        own (``total_steps``), unless ``schedule_steps`` gives others, as it does for a run
+        extended past its first budget. Past them, a schedule holds its last value.
       hparams: the algorithm's own hyperparameter dataclass.
       combine_gradients: set by the placement, never called by an algorithm: the identity on one
         device, a mean over the shards of a data-parallel run. :meth:`optimizer` applies it to

@@ -261,8 +261,9 @@ class Halving(Ranked):
     """Successive halving with restarts: every ``every`` iterations the worst ``drop`` of the
     lanes start new points, drawn from ``ranges``. The ``k``-th point started at step ``r``
     (``r = 1, 2, ...``) has seed ``seed + lanes + (r - 1) × dropped + k``: after every seed of the
-    run's own lanes. No step follows iteration ``until`` (the run's last), whose lanes are the
-    run's result."""
+    run's own lanes. No step follows iteration ``until`` (the run's last; an extended run's first
+    budget, ``schedule_steps``, like every schedule's horizon), whose lanes are the run's
+    result."""
 
     drop: float = 0.5
     lanes: int = 0

@@ -89,11 +89,73 @@ def check_programs(
     if coming + needs[name] > free:
         where = "this machine" if device.platform == "cpu" else device.device_kind
         state_text = f"its state {_size(_bytes(state))} and " if coming else ""
+        if reduce is None and len(resolved.lanes) > 1:  # the state in memory is freed too
+            held = 0 if coming else _bytes(state)
+            fit = lanes_that_fit(resolved, _bytes(state) + needs[name], free + held)
+            reduce = lanes_advice(resolved, fit) if fit else None
         raise ConfigError(
             f"{what} does not fit in memory: {state_text}its program {name!r} "
             f"{_size(needs[name])} more, and {where} has {_size(free)} free; "
             + (reduce or advice(resolved, state))
         )
+
+
+def lanes_that_fit(resolved: Resolved, need: int, free: int) -> int | None:
+    """The most lanes (seeds × sweep points) of ``resolved``'s run that fit in ``free`` bytes,
+    where all its lanes need ``need`` (state and largest program). The state and temporaries
+    of a vmapped program grow with its lanes, over a part that does not (the program's own
+    buffers, counters): the need is taken as linear between one lane's, read from its
+    programs compiled (not run) for one lane, and ``need``. ``None`` where one lane's need
+    cannot be read or does not fall short of ``need``; 0 where one lane does not fit."""
+    lanes = len(resolved.lanes)
+    try:
+        one = compiled_need(_one_lane(resolved))
+    except Exception:  # a program that does not compile for one lane: say nothing of lanes
+        return None
+    if one is None or one >= need:
+        return None
+    if one > free:
+        return 0
+    per_lane = (need - one) / (lanes - 1)
+    return min(lanes - 1, 1 + int((free - one) // per_lane))
+
+
+def lanes_advice(resolved: Resolved, fit: int) -> str:
+    """``it fits at most N lanes; use --num-seeds K or fewer``: the seeds that fit with every
+    point of the sweep, or, where not one seed of each does, the points that fit."""
+    config = resolved.config
+    points = len(resolved.lanes) // config.num_seeds
+    text = f"it fits at most {fit:,} lane{'s' if fit != 1 else ''}"
+    if fit >= points:
+        sweep = f" (× the sweep's {points} points)" if points > 1 else ""
+        return f"{text}; use --num-seeds {fit // points} or fewer{sweep}"
+    return f"{text}; sweep at most {fit:,} point{'s' if fit != 1 else ''} with --num-seeds 1"
+
+
+def compiled_need(resolved: Resolved) -> int | None:
+    """The bytes ``resolved``'s run needs (its state, and its largest program's outputs and
+    temporaries beyond it), from its programs compiled for the shapes ``init`` makes, without
+    running any; ``None`` where XLA analyses none of them."""
+    from jaxrl_fdg.profiling import Timings
+    from jaxrl_fdg.run.build import build_loop
+
+    config = resolved.config
+    loop = build_loop(resolved)
+    plan = resolved.placement.plan(config.fusion, loop, Timings("off"), config.boundary_every)
+    shapes = jax.jit(loop.init).trace(resolved.placement.initial_key(resolved)).out_info
+    plan.compile(shapes)
+    needs = [needed_bytes(c) for c in plan.compiled_so_far.values()]
+    needs = [n for n in needs if n is not None]
+    return _bytes(shapes) + max(needs) if needs else None
+
+
+def _one_lane(resolved: Resolved) -> Resolved:
+    """The run of ``resolved``'s first lane alone, resolved."""
+    from jaxrl_fdg.config import resolve
+
+    config, lane = resolved.config, resolved.lanes[0]
+    hparams = {**config.hparams, **lane.point}
+    return resolve(config.replace(seed=lane.seed, num_seeds=1, hparams=hparams), resolved.spec)
 
 
 def advice(resolved: Resolved, state: Any = None) -> str:

@@ -45,8 +45,14 @@ def default_name(config: TrainConfig, algo: str | None = None) -> str:
 
 
 class RunFolder:
-    def __init__(self, path: Path):
+    """A run folder's files. ``metrics``: the name of its metrics files without the suffix;
+    another than ``metrics`` makes a second table in the folder (the lanes' rows of a run of
+    many lanes, ``jaxrl_fdg.run.lanes``), whose rows may share an iteration where their ``lane``
+    differs."""
+
+    def __init__(self, path: Path, metrics: str = "metrics"):
         self.path = path
+        self.jsonl_file, self.csv_file = path / f"{metrics}.jsonl", path / f"{metrics}.csv"
         self._jsonl = None
         self._csv = None
         self._csv_writer: csv.DictWriter | None = None
@@ -121,8 +127,8 @@ class RunFolder:
             logger.log(row)
 
     def _open_metrics(self, first: dict[str, Any]) -> None:
-        self._jsonl = open(self.path / "metrics.jsonl", "a", encoding="utf-8")
-        self._csv = open(self.path / "metrics.csv", "a", encoding="utf-8", newline="")
+        self._jsonl = open(self.jsonl_file, "a", encoding="utf-8")
+        self._csv = open(self.csv_file, "a", encoding="utf-8", newline="")
         # Keys the first row lacks stay in metrics.jsonl only; missing ones are empty cells.
         self._csv_writer = csv.DictWriter(self._csv, fieldnames=list(first), extrasaction="ignore")
         if self._csv.tell() == 0:
@@ -146,7 +152,7 @@ class RunFolder:
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """The rows of ``metrics.jsonl`` (none if it does not exist yet)."""
-        file = self.path / "metrics.jsonl"
+        file = self.jsonl_file
         if not file.is_file():
             return []
         text = file.read_text(encoding="utf-8", errors="replace")
@@ -186,35 +192,35 @@ class RunFolder:
             )
         self.close()
         self._purge_step = kept[-1]["step"] + 1 if kept else 0
-        _atomic_write(self.path / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
+        _atomic_write(self.jsonl_file, "".join(json.dumps(r) + "\n" for r in kept))
         if kept:
             table = io.StringIO(newline="")
             writer = csv.DictWriter(table, fieldnames=list(kept[0]), extrasaction="ignore")
             writer.writeheader()
             writer.writerows(kept)
-            _atomic_write(self.path / "metrics.csv", table.getvalue())
+            _atomic_write(self.csv_file, table.getvalue())
         else:
-            (self.path / "metrics.csv").unlink(missing_ok=True)
+            self.csv_file.unlink(missing_ok=True)
         return kept
 
     def _rows_of_both_files(self, quiet: bool = False) -> list[dict[str, Any]]:
         """The rows of ``metrics.jsonl``, and those of ``metrics.csv`` at iterations it lacks
         (with a warning), in order of iteration."""
-        rows = {r["iteration"]: r for r in self.read_metrics()}
-        extra = [r for r in self._read_csv() if r["iteration"] not in rows]
+        rows = {_row_key(r): r for r in self.read_metrics()}
+        extra = [r for r in self._read_csv() if _row_key(r) not in rows]
         if extra and not quiet:
             warn(
-                f"{str(self.path)!r}: metrics.jsonl lacks {len(extra)} row(s) that metrics.csv "
-                f"holds (iterations {extra[0]['iteration']}-{extra[-1]['iteration']}); they are "
-                "read back from metrics.csv"
+                f"{str(self.path)!r}: {self.jsonl_file.name} lacks {len(extra)} row(s) that "
+                f"{self.csv_file.name} holds (iterations {extra[0]['iteration']}-"
+                f"{extra[-1]['iteration']}); they are read back from {self.csv_file.name}"
             )
-            rows.update((r["iteration"], r) for r in extra)
-        return [rows[i] for i in sorted(rows)]
+            rows.update((_row_key(r), r) for r in extra)
+        return [rows[k] for k in sorted(rows)]
 
     def _read_csv(self) -> list[dict[str, Any]]:
         """The complete rows of ``metrics.csv`` that read as metrics rows (numbers as numbers,
         empty cells as ``None``); none if it is missing or unreadable."""
-        file = self.path / "metrics.csv"
+        file = self.csv_file
         if not file.is_file():
             return []
         text = file.read_text(encoding="utf-8", errors="replace")
@@ -225,10 +231,6 @@ class RunFolder:
             if _is_row(row):
                 rows.append(row)
         return rows
-
-    def write_population(self, data: dict[str, Any]) -> None:
-        """:data:`POPULATION_FILE`: a population's settings and its lanes in vmapped order."""
-        _atomic_write(self.path / POPULATION_FILE, json.dumps(data, indent=1) + "\n")
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         self.write_json("summary.json", summary)
@@ -243,6 +245,12 @@ class RunFolder:
             if handle is not None:
                 handle.close()
         self._jsonl = self._csv = self._csv_writer = self._events = None
+
+
+def _row_key(row: dict[str, Any]) -> tuple[int, int]:
+    """Where a row sorts: by iteration, then by lane (a table of lanes' rows)."""
+    lane = row.get("lane")
+    return row["iteration"], lane if isinstance(lane, int) else -1
 
 
 def _is_row(row: Any) -> bool:

@@ -22,7 +22,6 @@ from jaxrl_fdg.config import (
     Resolved,
     TrainConfig,
     load,
-    make_hparams,
     resolve,
     to_mapping,
 )
@@ -34,7 +33,7 @@ from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.profiling.timers import block_until_ready
-from jaxrl_fdg.run import autotune, loggers, memory, versions
+from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, versions
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
@@ -126,8 +125,12 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
 
         compile_cache.enable()
     resolved = resolve(given, spec)  # every ConfigError is raised here, before compiling
+    saved = extension.recorded(resume) if resume is not None else None
+    longer = extension.extended(resolved.config, saved)
+    if longer != resolved.config:  # an extension: the schedules keep the horizon they ran under
+        resolved = resolve(longer, resolved.spec)
     config = resolved.config
-    if resume is None and budget_given:
+    if budget_given and (saved is None or config.total_steps != saved.get("total_steps")):
         _warn_of_steps_left_out(config)
     chosen = None
     if config.fusion == AUTO_FUSION or config.placement == AUTO_PLACEMENT:
@@ -212,16 +215,17 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
         def evaluate(state: LoopState, iteration: int):
             return plan.call("evaluate", state.fragments, keys(iteration))
 
-    checkpointer, lane_folders, rows = None, [], []
+    checkpointer, lane_log, rows = None, None, []
     try:
         checkpointer = _checkpointer(resolved, path, resume)  # a resume's config is checked
         state, rows = _start(resolved, plan, extra, checkpointer, folder, resume)
-        lane_folders = _lane_folders(folder, resolved, resume, iterations_done(state))
-        loggers.attach(config, folder, lane_folders)
+        extension.warn_of_schedules(resolved)  # once the run is sure to go on
+        lane_log = lanes.open_lanes(folder, resolved, resume, iterations_done(state))
+        loggers.attach(config, folder, lane_log.folders if lane_log else [])
         signals.check()  # a stop signal during start-up that something swallowed still stops
     except BaseException as error:
-        for each in lane_folders:
-            each.close()
+        if lane_log is not None:
+            lane_log.close()
         if checkpointer is not None:
             checkpointer.close()
         _stopped_before_training(resolved, plan, folder, resume, rows, error, signals)
@@ -229,10 +233,12 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     agree = distributed.agree if config.num_processes > 1 else None
     session = Session(
-        config, label, plan, folder, checkpointer, rows, evaluate, lane_folders, signals, agree
+        config, label, plan, folder, checkpointer, rows, evaluate, lane_log, signals, agree
     )
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
+    if folder is not None and extension.read(folder.path):  # the budgets the run has had
+        session.summary_extra["extensions"] = extension.read(folder.path)
     try:
         with signals.requesting(session.request_stop):
             state = session.execute(state)
@@ -255,8 +261,8 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
             with signals.absorbing():  # the summary says how the run ended, whatever comes
                 summary = session.finish(loop)
         finally:
-            for lane_folder in lane_folders:
-                lane_folder.close()
+            if lane_log is not None:
+                lane_log.close()
             if checkpointer is not None:
                 checkpointer.close()
             resolved.placement.release(loop, state)
@@ -380,6 +386,7 @@ def _start(resolved, plan, extra, checkpointer, folder, resume):
     if resume is not None and folder is not None:  # process 0's, in a run across processes
         rows = folder.truncate_metrics(iterations_done(state))
         versions.record(folder, iterations_done(state), checkpointer.versions)
+        extension.record(folder.path, resolved, iterations_done(state))
     if not from_shapes:
         with _sweep_errors(resolved), _memory_errors(resolved):
             plan.compile(state, extra)
@@ -423,66 +430,15 @@ def _sweep_errors(resolved: Resolved):
         ) from None
 
 
-def _lane_folders(
-    folder: RunFolder | None, resolved: Resolved, resume, iteration: int
-) -> list[RunFolder]:
-    """With several lanes (seeds, sweep points), a run folder of its own for each inside the
-    run's folder, ``seed-<seed>/`` or ``<name>=<value>-seed-<seed>/``: its config (that run
-    alone) and its metrics, which ``jaxrl-fdg plot`` draws as replicates, grouped by what
-    differs. Made once the programs compile (a run refused for its size writes none); a
-    resume keeps each lane's rows up to ``iteration`` and makes the lanes a stop while
-    compiling left unmade."""
-    config = resolved.config
-    if folder is None or len(resolved.lanes) == 1:
-        return []
-    folders = []
-    for lane in resolved.lanes:
-        path = folder.path / lane.name
-        if resume is not None and (path / "config.toml").is_file():
-            folders.append(RunFolder.open(path))
-            folders[-1].truncate_metrics(iteration, quiet=True)
-            continue
-        try:
-            path.mkdir(exist_ok=resume is not None)
-        except (FileExistsError, NotADirectoryError):
-            raise ConfigError(f"{str(path)!r} is a file, not a lane's run folder") from None
-        hparams = {**config.hparams, **lane.point}
-        single = resolved._replace(  # that run alone; nothing to check or build again
-            config=config.replace(seed=lane.seed, num_seeds=1, num_lanes=0, hparams=hparams),
-            hparams=make_hparams(resolved.spec, hparams),
-            sweep={},
-        )
-        folders.append(RunFolder(path))
-        folders[-1].write_config(to_mapping(single))
-    if config.pbt_every or config.halving_every:
-        folder.write_population(_population(resolved))
-    return folders
-
-
-def _population(resolved: Resolved) -> dict[str, Any]:
-    """What ``population.json`` holds: a population's settings and its lanes in the order of
-    the vmapped axis, whose index ``pbt/parent`` gives (the lane folders sort otherwise)."""
-    config = resolved.config
-    settings = (
-        ("halving_every", "halving_drop")
-        if config.halving_every
-        else ("pbt_every", "pbt_quantile", "pbt_perturb", "pbt_resample")
-    )
-    lanes = [
-        {"index": i, "name": lane.name, "seed": lane.seed, "point": lane.point}
-        for i, lane in enumerate(resolved.lanes)
-    ]
-    return {"settings": {k: getattr(config, k) for k in settings}, "lanes": lanes}
-
-
 def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) -> None:
     """A run resumes only with the configuration its checkpoints were written with (settings
     that change nothing it computes aside, ``config.NOT_COMPUTED``): editing ``config.toml``
     or giving a flag that changes the run is refused, naming each changed key."""
     current = to_mapping(resolved)
-    saved, source, written = None, "its config.toml", None
+    saved, source, written, done = None, "its config.toml", None, None
     for step in reversed(checkpointer.steps()):
         if checkpointer.damage(step) is None:
+            done = step if done is None else done  # where the resume goes on from
             saved = checkpointer.stored_config(step)
             if saved is not None:
                 source = f"its checkpoint at iteration {step}"
@@ -500,12 +456,13 @@ def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) 
             f"({', '.join(changed_versions)}): the same bits are promised for the same versions "
             "only"
         )
-    changed = _changed_keys(saved, current)
+    changed = _changed_keys(*extension.comparable(saved, current))
     if changed:
         details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in changed)
         raise ConfigError(
             f"cannot resume {str(path)!r} with a configuration other than {source}'s ({details})"
         )
+    extension.check_budget(path, done or 0, resolved)
 
 
 def _changed_keys(saved: dict, current: dict, prefix: str = "") -> list[tuple[str, Any, Any]]:

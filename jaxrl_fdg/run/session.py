@@ -20,6 +20,7 @@ from jaxrl_fdg.profiling import Timings, bound, chart, scope_overhead, summarize
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, user_scope_names
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
+from jaxrl_fdg.run.lanes import LaneLog
 from jaxrl_fdg.run.progress import ProgressDisplay
 from jaxrl_fdg.run.run_folder import RunFolder
 from jaxrl_fdg.run.signals import Signals, stop_message
@@ -43,7 +44,7 @@ class Session:
         checkpointer: Checkpointer | None = None,
         rows: list[dict[str, Any]] | None = None,
         evaluate: Callable[[LoopState, int], Any] | None = None,
-        seed_folders: list[RunFolder] | None = None,
+        lanes: LaneLog | None = None,
         signals: Signals | None = None,
         agree: Callable[[int, int], tuple[int, int]] | None = None,
     ):
@@ -51,7 +52,7 @@ class Session:
         self.checkpointer = checkpointer
         self.evaluate = evaluate
         self.summary_extra: dict[str, Any] = {}  # more entries for summary.json
-        self.seed_folders = seed_folders or []
+        self.lanes = lanes  # where each lane's own rows go (runs of several lanes)
         self.timings: Timings = plan.timings
         total = config.num_iterations * config.steps_per_iteration
         self.display = ProgressDisplay(total, label, enabled=config.progress)
@@ -221,8 +222,11 @@ class Session:
             self.display.update(row)
 
     def _lane_rows(self, metrics: dict, evaluation: dict | None, now: float) -> None:
-        """Each lane's own row, in its own folder (runs of several seeds or sweep points)."""
-        for i, lane_folder in enumerate(self.seed_folders):
+        """Each lane's own row (runs of several seeds or sweep points)."""
+        if self.lanes is None:
+            return
+        rows = []
+        for i in range(next(iter(metrics.values())).shape[1]):
             lane_row = metric_rows.row(
                 {k: v[:, i] for k, v in metrics.items()},
                 self.iterations,
@@ -233,7 +237,8 @@ class Session:
             if self.evaluate is not None:
                 lane_row.update({k: None for k in EVAL_OUTPUTS})
                 lane_row.update({k: float(v[i]) for k, v in (evaluation or {}).items()})
-            lane_folder.append_metrics(lane_row)
+            rows.append(lane_row)
+        self.lanes.append(rows)
 
     def finish(self, loop: LoopLike) -> dict[str, Any]:
         """Close progress, attribute any trace, summarise, write the run folder's files."""

@@ -34,6 +34,8 @@ WRITERS = {"toml": tomli_w.dumps, "json": json.dumps, "yaml": yaml.safe_dump, "y
         ({"num_envs": 0}, "num_envs must be a positive integer, got 0"),
         ({"rollout_len": -3}, "rollout_len must be a positive integer, got -3"),
         ({"total_steps": 100}, "total_steps = 100 is less than one iteration"),
+        ({"schedule_steps": 100}, "schedule_steps = 100 is less than one iteration"),
+        ({"schedule_steps": 0}, "schedule_steps must be a positive integer, got 0"),
         ({"hparams": {"num_minibatches": 3}}, "512 does not divide into num_minibatches = 3"),
         ({"hparams": {"lrr": 0.1}}, "unknown ppo hyperparameter\\(s\\) lrr \\(valid: lr, "),
         ({"hparams": {"gamma": 1.5}}, "gamma must be in \\[0.0, 1.0\\], got 1.5"),
@@ -49,6 +51,13 @@ def test_resolve_rejects(changes, message):
 def test_iterations_round_down_to_whole_iterations():
     config = rl.TrainConfig(total_steps=1000, num_envs=4, rollout_len=128)
     assert config.num_iterations == 1 and config.steps_per_iteration == 512
+
+
+def test_schedules_span_the_budget_unless_schedule_steps_says_otherwise():
+    config = rl.TrainConfig(total_steps=5120, num_envs=4, rollout_len=128, out=None)
+    assert cfg.resolve(config).context.num_iterations == 10
+    longer = cfg.resolve(config.replace(total_steps=10_240, schedule_steps=5120))
+    assert (longer.config.num_iterations, longer.context.num_iterations) == (20, 10)
 
 
 def test_boundaries_auto_and_explicit():

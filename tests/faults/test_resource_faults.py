@@ -4,6 +4,7 @@ line naming the settings to reduce (XLA's memory analysis of the compiled progra
 too, and a training run's folder says ``failed`` and resumes bit for bit."""
 
 import json
+import re
 from pathlib import Path
 
 import jax
@@ -48,8 +49,37 @@ def test_many_seeds_too_large_for_memory_are_refused_before_any_lane_folder(tmp_
     argv = ["train", "--num-seeds", "100000", "--total-steps", "512000", "--no-progress"]
     assert main([*argv, "--out", str(tmp_path), "--run-name", "r"]) == 2
     err = one_line_error(capsys)
-    assert "does not fit in memory" in err and err.endswith("or num_seeds (100,000)")
+    assert "does not fit in memory" in err and re.search(r"use --num-seeds \d+ or fewer$", err)
     assert list(tmp_path.iterdir()) == []
+
+
+# Two envs × 8 steps of PPO, three iterations: lanes of a few hundred kB each.
+SMALL = ["--total-steps", "48", "--num-envs", "2", "--rollout-len", "8", "--no-progress"]
+SMALL_CONFIG = rl.TrainConfig(total_steps=48, num_envs=2, rollout_len=8, out=None)
+
+
+def test_too_many_lanes_are_refused_naming_the_most_that_fit(tmp_path, capsys, monkeypatch):
+    # The machine has room for three lanes (their state and largest program) and a little.
+    room = memory.compiled_need(rl.resolve(SMALL_CONFIG.replace(num_seeds=3))) + 1000
+    monkeypatch.setattr(memory, "free_bytes", lambda device: room)
+    argv = ["train", *SMALL, "--out", str(tmp_path)]
+    assert main([*argv, "--num-seeds", "8", "--run-name", "r"]) == 2
+    err = one_line_error(capsys)
+    fit = int(re.search(r"it fits at most (\d+) lanes; use --num-seeds (\d+) or fewer$", err)[2])
+    assert 1 <= fit <= 3 and "does not fit in memory" in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    # The number it names does fit (the estimate errs on the side of fewer).
+    assert main([*argv, "--num-seeds", str(fit), "--run-name", "fits"]) == 0
+
+
+def test_a_sweep_too_large_for_memory_names_the_seeds_or_points_that_fit():
+    sweep = rl.resolve(SMALL_CONFIG.replace(num_seeds=4, hparams={"lr": "1e-3,3e-4"}))
+    assert memory.lanes_advice(sweep, 5) == (
+        "it fits at most 5 lanes; use --num-seeds 2 or fewer (× the sweep's 2 points)"
+    )
+    assert memory.lanes_advice(sweep, 1) == (
+        "it fits at most 1 lane; sweep at most 1 point with --num-seeds 1"
+    )
 
 
 def test_out_of_memory_while_starting_is_one_line_and_leaves_no_folder(

@@ -190,10 +190,27 @@ def test_each_lane_folder_holds_its_lineage(tmp_path):
     assert (tmp_path / "pbt" / "lineage.png").stat().st_size > 0
 
 
+def test_lineage_reads_the_lanes_table_and_a_halving_run(tmp_path, monkeypatch):
+    from jaxrl_fdg.run import lanes
+
+    monkeypatch.setattr(lanes, "LANE_FOLDERS_MAX", 2)  # 4 lanes: one table, no lane folders
+    rl.train(PPO.replace(out=str(tmp_path), run_name="table", log_every=3))
+    assert (tmp_path / "table" / lanes.INDEX).is_file()
+    assert not (tmp_path / "table" / resolve(PPO).lanes[0].name).exists()
+    found = lineage.lineage(tmp_path / "table")
+    assert [c.iteration for c in found.copies] == [2, 4, 6]
+    # Successive halving: its restarts are the events, dots without a parent.
+    rl.train(HALVING.replace(out=str(tmp_path), run_name="halving", log_every=3))
+    found = lineage.lineage(tmp_path / "halving")
+    assert found.prefix == "halving/" and found.hparams == ["lr"]
+    assert [(c.iteration, c.parent) for c in found.copies] == [(2, -1)] * 2 + [(4, -1)] * 2
+    assert main(["plot", str(tmp_path / "halving"), "--lineage"]) == 0
+
+
 def test_lineage_of_a_run_without_a_population_is_one_line(tmp_path, capsys):
     rl.train(PPO.replace(pbt_every=0, num_seeds=1, out=str(tmp_path), run_name="plain"))
     assert main(["plot", str(tmp_path / "plain"), "--lineage"]) == 2
-    assert "not a population-based training run" in capsys.readouterr().err
+    assert "is not a population's run" in capsys.readouterr().err
 
 
 def test_a_population_resumes_bit_for_bit(tmp_path):
