@@ -3,8 +3,8 @@ tests run each at a tiny size.
 
 A shell command is split as the shell would (quotes, comments, ``\\`` continuations, ``&&``).
 ``jaxrl-fdg`` runs as ``python -m jaxrl_fdg`` with the sizes of a training run cut down (every
-``--total-steps``, ``--num-envs``, ``--rollout-len``, ``--eval-every``, ``--checkpoint-every`` and
-``--pbt-every`` replaced, or added), so that a documented command runs in seconds and keeps its
+``--total-steps``, ``--num-envs``, ``--rollout-len``, ``--eval-every``, ``--checkpoint-every``,
+``--pbt-every`` and ``--halving-every`` replaced, or added), so that a documented command runs in seconds and keeps its
 meaning: the same algorithm, environment, fusion mode, placement and flags. Commands run in a
 folder laid out as a checkout's root is for them (:func:`workspace`).
 
@@ -41,6 +41,7 @@ TINY = {
     "--eval-every": "128",
     "--checkpoint-every": "128",
     "--pbt-every": "128",  # a population step every other iteration
+    "--halving-every": "128",
 }
 APPENDED = ("--total-steps", "--num-envs", "--rollout-len")
 TINY_PYTHON = (re.compile(r"total_steps=[0-9_]+"), "total_steps=1024")  # PPO: 2 iterations
