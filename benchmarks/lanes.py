@@ -1,13 +1,15 @@
 """Populations in one program: env-steps/s and peak memory against the number of lanes.
 
-Each case trains ``num_seeds`` = 1, 4, 16, 64, 256, 1024 lanes vmapped into one program on one
-device, in a fresh process of its own (nothing compiled or allocated by an earlier case), for
-two algorithms:
+Each case trains ``num_seeds`` = 1, 4, 16, 64, 256, 1024 lanes (SAC: up to 64 on a CPU, see
+``LANES``) vmapped into one program on one device, in a fresh process of its own (nothing
+compiled or allocated by an earlier case), for two algorithms:
 
 * PPO on ``CartPole-v1`` (4 envs × 128 steps per lane and iteration);
-* SAC on ``Pendulum-v1`` (its defaults: 4 envs × 8 steps, a replay per lane).
+* SAC on ``Pendulum-v1`` (its defaults, 4 envs × 8 steps and a replay per lane, but updates
+  from 128 env steps on: 4 iterations of warm-up, then 4 of 32 updates each).
 
-Every case runs the same iterations per lane, so its env steps grow with its lanes. A case
+A case runs ``ITERATIONS`` per lane, or more where its lanes are few (PPO: at least 1,000,000
+env steps over all lanes, ``MIN_STEPS``), so that every rate is a steady one. A case
 records env-steps/s summed over lanes (``run_s``, compiling apart), compile seconds, the peak
 memory (the device allocator's ``peak_bytes_in_use`` where it has one; on the CPU the process's
 peak resident memory, ``ru_maxrss``, which includes the Python process itself) and the state's
@@ -35,10 +37,23 @@ from jaxrl_fdg.profiling import write_report  # noqa: E402
 
 ALGOS = {
     "ppo": dict(algo="ppo", env="CartPole-v1", num_envs=4, rollout_len=128),
-    "sac": dict(algo="sac", env="Pendulum-v1", num_envs=4, rollout_len=8),
+    # Updates from the 5th iteration on, one per env step: on a 2-core CPU a lane's update costs
+    # milliseconds, so 1024 lanes at SAC's own learning_starts (5,000 steps) would take hours.
+    "sac": dict(
+        algo="sac", env="Pendulum-v1", num_envs=4, rollout_len=8, hparams={"learning_starts": 128}
+    ),
 }
-LANES = {"full": [1, 4, 16, 64, 256, 1024], "smoke": [1, 2]}
-ITERATIONS = {"full": {"ppo": 20, "sac": 500}, "smoke": {"ppo": 2, "sac": 4}}
+# SAC's updates are compute-bound on a CPU (about 7 ms of a 2-core machine per lane and update,
+# near its FLOP/s roof): 256 lanes would take about a minute per iteration, so on a CPU SAC
+# stops at 64 lanes (``--lanes`` asks for others, e.g. on a GPU).
+LANES = {
+    "full": {"ppo": [1, 4, 16, 64, 256, 1024], "sac": [1, 4, 16, 64]},
+    "smoke": {"ppo": [1, 2], "sac": [1, 2]},
+}
+ITERATIONS = {"full": {"ppo": 20, "sac": 8}, "smoke": {"ppo": 2, "sac": 4}}
+# A case runs at least this many env steps over all its lanes (more iterations where it has few
+# lanes), so that a small case's rate is not a tenth of a second's; SAC's updates need no more.
+MIN_STEPS = {"full": {"ppo": 1_000_000, "sac": 0}, "smoke": {"ppo": 0, "sac": 0}}
 TIMEOUT_S = 1800  # one case at most; a case that takes longer is recorded as timed out
 
 # One case, in the process that measures it (argv: JSON of the run's settings).
@@ -113,7 +128,6 @@ def main() -> None:
     parser.add_argument("--lanes", type=int, nargs="+", help="lane counts (default: the size's)")
     parser.add_argument("--out", help="results file (default: results/lanes.json; smoke: temp)")
     args = parser.parse_args()
-    lanes = args.lanes or LANES[args.size]
     out = args.out or (
         str(Path(tempfile.gettempdir()) / "lanes-smoke.json")
         if args.size == "smoke"
@@ -121,19 +135,26 @@ def main() -> None:
     )
     results: dict[str, dict[str, dict]] = {}
     for name in args.algos:
-        iterations = ITERATIONS[args.size][name]
         base = ALGOS[name]
-        total = iterations * base["num_envs"] * base["rollout_len"]
+        per_iteration = base["num_envs"] * base["rollout_len"]
         results[name] = {}
-        for count in lanes:
-            row = run_case({**base, "total_steps": total, "num_seeds": count})
+        for count in args.lanes or LANES[args.size][name]:
+            least = -(-MIN_STEPS[args.size][name] // (count * per_iteration))
+            iterations = max(ITERATIONS[args.size][name], least)
+            row = run_case({**base, "total_steps": iterations * per_iteration, "num_seeds": count})
+            row["iterations"] = iterations
             results[name][str(count)] = row
             print(describe(name, count, row), flush=True)
     config = {
         "size": args.size,
-        "lanes": lanes,
+        "lanes": {name: args.lanes or LANES[args.size][name] for name in args.algos},
         "runs": {
-            name: {**ALGOS[name], "iterations": ITERATIONS[args.size][name]} for name in ALGOS
+            name: {
+                **ALGOS[name],
+                "iterations": ITERATIONS[args.size][name],
+                "min_env_steps": MIN_STEPS[args.size][name],
+            }
+            for name in ALGOS
         },
     }
     write_report(out, "lanes", config, results)

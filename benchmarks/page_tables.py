@@ -810,7 +810,10 @@ def accelerator(r: dict[str, dict]) -> str:
 
 
 def pbt(r: dict[str, dict]) -> str:
-    report = r["pbt.json"]
+    return "\n\n".join(_pbt(r[name]) for name in ("pbt.json", "pbt-brax.json") if name in r)
+
+
+def _pbt(report: dict) -> str:
     config, results = report["config"], report["results"]
     steps = results["steps_to_threshold"]
     names = {
@@ -841,17 +844,77 @@ def pbt(r: dict[str, dict]) -> str:
     ]
     grid = ", ".join(f"{v:g}" for v in config["hparams"]["lr"])
     return (
-        f"PPO on `{config['env']}`, {config['num_envs']} envs × {config['rollout_len']} steps, "
-        f"{config['total_steps']:,} env steps, learning rate not annealed. Lanes: the learning "
-        f"rates {grid} (PPO's default is 2.5e-4), each run one vmapped program; PBT every "
+        f"**PPO on `{config['env']}`**, {config['num_envs']} envs × {config['rollout_len']} "
+        f"steps, {config['total_steps']:,} env steps per lane, learning rate not annealed. "
+        f"Lanes: the learning rates {grid}, each run one vmapped program; PBT every "
         f"{config['pbt_every']:,} env steps, quantile {config['pbt_quantile']}. Env steps until "
         f"a lane's logged training return first reaches {config['threshold']:g} (the budget "
         f"where it never does), seeds {', '.join(map(str, config['seeds']))}; IQM over seeds "
         "with a stratified bootstrap interval.\n\n"
         + _table(header, rows)
-        + f"\n\n![The lineage of PBT at its defaults, seed 0](img/{report['image']})"
+        + f"\n\n![The lineage of PBT at its defaults on {config['env']}, seed 0]"
+        f"(img/{report['image']})"
     )
 
 
 def _interval(estimate: dict) -> str:
     return f"{estimate['point']:,.0f} [{estimate['low']:,.0f}, {estimate['high']:,.0f}]"
+
+
+def lanes(r: dict[str, dict]) -> str:
+    report = r["lanes.json"]
+    runs = report["config"]["runs"]
+    header = [
+        "algorithm",
+        "lanes",
+        "iterations",
+        "env-steps/s (all lanes)",
+        "× 1 lane's",
+        "compile s",
+        "peak memory",
+        "state",
+    ]
+    rows = []
+    for name, cases in report["results"].items():
+        one = cases.get("1", {}).get("steps_per_s")
+        for count, row in cases.items():
+            if "steps_per_s" not in row:
+                why = row.get("refused") or row.get("failed") or "timed out"
+                rows.append([name.upper(), count, "", why, "", "", "", ""])
+                continue
+            memory = (
+                f"{row['peak_bytes'] / 1e9:.2f} GB (device)"
+                if row.get("peak_bytes") is not None
+                else f"{row['peak_rss_gb']:.2f} GB (resident)"
+            )
+            rows.append(
+                [
+                    name.upper(),
+                    count,
+                    row.get("iterations", ""),
+                    _rate(row["steps_per_s"]),
+                    f"{row['steps_per_s'] / one:.1f}×" if one else "",
+                    _s(row["compile_s"], ".1f"),
+                    memory,
+                    f"{row['state_gb'] * 1e3:,.1f} MB",
+                ]
+            )
+    settings = "; ".join(
+        f"{name.upper()} on `{c['env']}`, {c['num_envs']} envs × {c['rollout_len']} steps per "
+        f"lane, {c['iterations']} iterations"
+        + (
+            f" or more (at least {c['min_env_steps']:,} env steps over all lanes)"
+            if c["min_env_steps"]
+            else ""
+        )
+        for name, c in runs.items()
+    )
+    return (
+        f"Lanes (`--num-seeds`) of one vmapped program, each case in a fresh process: {settings}. "
+        "Env-steps/s over all lanes, compile apart; peak memory is the process's resident peak on "
+        "a CPU (Python and JAX included), the allocator's peak on a GPU. SAC's lanes: under "
+        "vmap its learner's condition (warmed up, replay ready) is per lane, so the update runs "
+        "as a select in every iteration, the warm-up's included; SAC updates from its 5th "
+        "iteration here, so one lane updates half as often as several do.\n\n"
+        + _table(header, rows)
+    )

@@ -102,6 +102,10 @@ def _brax_training_files() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in RESULTS.glob("brax_training-*.json")))
 
 
+def _pbt_files() -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in RESULTS.glob("pbt*.json")))
+
+
 def pages() -> tuple[Page, ...]:
     return (
         Page(
@@ -223,9 +227,9 @@ def pages() -> tuple[Page, ...]:
                 ),
                 Section(
                     "Population-based training against the grid it starts from",
-                    ("pbt.json",),
+                    _pbt_files(),
                     tables.pbt,
-                    "python benchmarks/pbt.py",
+                    "python benchmarks/pbt.py [--task brax]",
                 ),
                 Section(
                     "Atari: where a step's time goes, and short DQN and PQN runs",
@@ -308,6 +312,12 @@ def pages() -> tuple[Page, ...]:
                     ("placement.json",),
                     tables.placement,
                     "python benchmarks/placement.py",
+                ),
+                Section(
+                    "Lanes of one program: 1 to 1024",
+                    ("lanes.json",),
+                    tables.lanes,
+                    "python benchmarks/lanes.py",
                 ),
                 Section(
                     "Actors and learner on two devices",
