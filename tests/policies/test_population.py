@@ -365,6 +365,17 @@ def test_a_restarted_lane_counts_its_own_iterations():
         )
 
 
+def test_successive_halving_resumes_bit_for_bit(tmp_path, halving_run):
+    # Its lanes' own iteration counts, seeds and restarts are all in the checkpoint.
+    config = HALVING.replace(out=str(tmp_path), run_name="part", checkpoint_every=48, log_every=1)
+    rl.train(config)
+    checkpoints = tmp_path / "part" / "checkpoints"
+    for late in [p for p in checkpoints.iterdir() if p.name.isdigit() and int(p.name) > 3]:
+        shutil.rmtree(late)
+    resumed = rl.train(config, resume=tmp_path / "part")
+    _assert_same(resumed.state.fragments, halving_run.state.fragments)
+
+
 @pytest.mark.parametrize("fusion", ["step", pytest.param("fragment", marks=pytest.mark.slow)])
 def test_every_fusion_mode_halves_alike(halving_run, fusion):
     run = rl.train(HALVING.replace(fusion=fusion))
