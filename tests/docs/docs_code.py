@@ -4,9 +4,9 @@ tests run each at a tiny size.
 A shell command is split as the shell would (quotes, comments, ``\\`` continuations, ``&&``).
 ``jaxrl-fdg`` runs as ``python -m jaxrl_fdg`` with the sizes of a training run cut down (every
 ``--total-steps``, ``--num-envs``, ``--rollout-len``, ``--eval-every``, ``--checkpoint-every``,
-``--pbt-every`` and ``--halving-every`` replaced, or added), so that a documented command runs in seconds and keeps its
-meaning: the same algorithm, environment, fusion mode, placement and flags. Commands run in a
-folder laid out as a checkout's root is for them (:func:`workspace`).
+``--pbt-every`` and ``--halving-every`` replaced, or added), so that a documented command runs in
+seconds and keeps its meaning: the same algorithm, environment, fusion mode, placement and flags.
+Commands run in a folder laid out as a checkout's root is for them (:func:`workspace`).
 
 Two attributes on a block's first line change what the tests do with it:
 

@@ -65,8 +65,8 @@ def scan_runs():
     [
         ("ppo", "step"),
         ("dqn", "step"),
-        ("ppo", "iteration"),
         # Slow tier: the step mode (the farthest from scan) holds the contract for both.
+        pytest.param("ppo", "iteration", marks=pytest.mark.slow),
         pytest.param("ppo", "fragment", marks=pytest.mark.slow),
         pytest.param("dqn", "fragment", marks=pytest.mark.slow),
         pytest.param("dqn", "iteration", marks=pytest.mark.slow),
@@ -208,7 +208,8 @@ def test_lineage_reads_the_lanes_table_and_a_halving_run(tmp_path, monkeypatch):
 
 
 def test_lineage_of_a_run_without_a_population_is_one_line(tmp_path, capsys):
-    rl.train(PPO.replace(pbt_every=0, num_seeds=1, out=str(tmp_path), run_name="plain"))
+    (tmp_path / "plain").mkdir()  # a run folder without population.json
+    (tmp_path / "plain" / "metrics.jsonl").write_text("")
     assert main(["plot", str(tmp_path / "plain"), "--lineage"]) == 2
     assert "is not a population's run" in capsys.readouterr().err
 
@@ -365,6 +366,7 @@ def test_a_restarted_lane_counts_its_own_iterations():
         )
 
 
+@pytest.mark.slow  # the default tier resumes a PBT population bit for bit
 def test_successive_halving_resumes_bit_for_bit(tmp_path, halving_run):
     # Its lanes' own iteration counts, seeds and restarts are all in the checkpoint.
     config = HALVING.replace(out=str(tmp_path), run_name="part", checkpoint_every=48, log_every=1)
