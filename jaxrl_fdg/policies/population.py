@@ -191,10 +191,13 @@ class Population(Ranked):
         population, fragments = jax.lax.cond(
             due, self._step, lambda p, f, _: (p, f), population, fragments, iteration
         )
-        lineage = {f"pbt/{k}": v for k, v in population.hparams.items()}
-        lineage["pbt/parent"] = population.parent.astype(jnp.float32)
-        lineage["pbt/copied_at"] = population.copied_at.astype(jnp.float32)
-        lineage["pbt/score"] = population.score
+        lineage = _lineage(
+            "pbt/",
+            population.hparams,
+            parent=population.parent,
+            copied_at=population.copied_at,
+            score=population.score,
+        )
         return population, fragments, {**metrics, **lineage}
 
     def _step(
@@ -302,10 +305,13 @@ class Halving(Ranked):
             population,
             state,
         )
-        lineage = {f"halving/{k}": v for k, v in population.hparams.items()}
-        lineage["halving/seed"] = population.seed.astype(jnp.float32)
-        lineage["halving/started_at"] = population.started_at.astype(jnp.float32)
-        lineage["halving/score"] = population.score
+        lineage = _lineage(
+            "halving/",
+            population.hparams,
+            seed=population.seed,
+            started_at=population.started_at,
+            score=population.score,
+        )
         return population, state, {**metrics, **lineage}
 
     def _restart(
@@ -343,6 +349,12 @@ class Halving(Ranked):
         )
         fragments = jax.tree.map(pick, fresh.fragments, state.fragments)
         return population, state._replace(fragments=fragments, key=pick(fresh.key, state.key))
+
+
+def _lineage(prefix: str, hparams: Mapping[str, jax.Array], **columns: jax.Array) -> Metrics:
+    """A population's metric columns: each hyperparameter's and each of ``columns``, as float32
+    (metric rows hold floats), named ``prefix + name``."""
+    return {prefix + k: v.astype(jnp.float32) for k, v in {**hparams, **columns}.items()}
 
 
 def factors(text: str) -> tuple[float, ...]:
