@@ -832,6 +832,10 @@ def _pbt(report: dict) -> str:
                 ", ".join(f"{v:,.0f}" for v in median["per_seed"]),
                 _interval(median["iqm"]),
                 results["lanes_reaching_threshold"][kind],
+                ", ".join(
+                    f"{f['best']:.0f} / {f['median']:.0f}"
+                    for f in results.get("final_return_per_seed", {}).get(kind, [])
+                ),
             ]
         )
     header = [
@@ -841,6 +845,7 @@ def _pbt(report: dict) -> str:
         "median lane: steps per seed",
         "median lane IQM [95% CI]",
         "lanes reaching it",
+        "final return, best / median lane, per seed",
     ]
     grid = ", ".join(f"{v:g}" for v in config["hparams"]["lr"])
     return (
