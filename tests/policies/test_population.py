@@ -190,6 +190,7 @@ def test_each_lane_folder_holds_its_lineage(tmp_path):
     assert (tmp_path / "pbt" / "lineage.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # the default tier reads a PBT lineage from lane folders
 def test_lineage_reads_the_lanes_table_and_a_halving_run(tmp_path, monkeypatch):
     from jaxrl_fdg.run import lanes
 
