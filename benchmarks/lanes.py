@@ -9,13 +9,14 @@ compiled or allocated by an earlier case), for two algorithms:
   from 128 env steps on: 4 iterations of warm-up, then 4 of 32 updates each).
 
 A case runs ``ITERATIONS`` per lane, or more where its lanes are few (PPO: at least 1,000,000
-env steps over all lanes, ``MIN_STEPS``), so that every rate is a steady one. A case
-records env-steps/s summed over lanes (``run_s``, compiling apart), compile seconds, the peak
-memory (the device allocator's ``peak_bytes_in_use`` where it has one; on the CPU the process's
-peak resident memory, ``ru_maxrss``, which includes the Python process itself) and the state's
-bytes. A case refused for memory (the run's own check, before ``init``) is recorded with the
-refusal's line, which names the most lanes that fit. No run folder is written: lanes beyond
-``LANE_FOLDERS_MAX`` write one table, and the files are not what is measured here.
+env steps over all lanes, ``MIN_STEPS``), so that every rate is a steady one. A case records
+env-steps/s summed over lanes (``run_s``, compiling apart), compile seconds (without the
+persistent compilation cache: every case compiles cold), the peak memory (the device allocator's
+``peak_bytes_in_use`` where it has one; on the CPU the process's peak resident memory,
+``ru_maxrss``, which includes the Python process itself) and the state's bytes. A case refused
+for memory (the run's own check, before ``init``) is recorded with the refusal's line, which
+names the most lanes that fit. No run folder is written: lanes beyond ``LANE_FOLDERS_MAX`` write
+one table, and the files are not what is measured here.
 
     python benchmarks/lanes.py                # writes benchmarks/results/lanes.json
     python benchmarks/lanes.py --size smoke   # 1 and 2 lanes, a few iterations, to a temp file
@@ -64,7 +65,9 @@ import jaxrl_fdg as rl
 from jaxrl_fdg.errors import ConfigError
 
 settings = json.loads(sys.argv[1])
-config = rl.TrainConfig(out=None, progress=False, profile="off", log_every=0, **settings)
+config = rl.TrainConfig(
+    out=None, progress=False, profile="off", log_every=0, compile_cache=False, **settings
+)
 try:
     result = rl.train(config)
 except ConfigError as e:  # refused before init: too large for this device
