@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -98,16 +98,17 @@ class Ranked:
 
     def _observe(self, population: Any, metrics: Metrics) -> Any:
         """``population`` with an iteration's ``metrics`` (each ``[lanes]``) added to its sum."""
-        if self.metric == EPISODE_RETURN:
+        returns = "episode_return_sum" in metrics  # an environment that reports its episodes
+        if self.metric == EPISODE_RETURN and returns:
             total, count = metrics["episode_return_sum"], metrics["episodes"]
-        else:
-            if self.metric not in metrics:
-                names = sorted(k for k in metrics if not k.startswith(LINEAGE_PREFIXES))
-                raise ConfigError(
-                    f"rank_metric = {self.metric!r} is not a metric of this run (valid: "
-                    f"{EPISODE_RETURN}, {', '.join(names)})"
-                )
+        elif self.metric in metrics and self.metric != EPISODE_RETURN:
             total, count = metrics[self.metric], jnp.ones_like(population.count)
+        else:
+            names = sorted(k for k in metrics if not k.startswith(LINEAGE_PREFIXES))
+            raise ConfigError(
+                f"rank_metric = {self.metric!r} is not a metric of this run (valid: "
+                f"{', '.join([EPISODE_RETURN] * returns + names)})"
+            )
         return population._replace(
             total=population.total + total.astype(jnp.float32),
             count=population.count + count.astype(jnp.float32),
@@ -160,7 +161,7 @@ class Population(Ranked):
         """How many lanes copy at each step (as many are copied from)."""
         return math.floor(lanes * self.quantile)
 
-    def start(self, hparams: Mapping[str, jax.Array], seeds: jax.Array) -> PopulationState:
+    def start(self, hparams: Mapping[str, jax.Array], seeds: Sequence[int]) -> PopulationState:
         """The state a run starts from (the replication's entry point; ``seeds`` unused)."""
         return self.init(hparams)
 
@@ -278,12 +279,13 @@ class Halving(Ranked):
         """How many lanes start new points at each step."""
         return math.floor(lanes * self.drop)
 
-    def start(self, hparams: Mapping[str, jax.Array], seeds: jax.Array) -> HalvingState:
+    def start(self, hparams: Mapping[str, jax.Array], seeds: Sequence[int]) -> HalvingState:
+        """The state a run starts from: each lane on its own point, from iteration 0. ``seeds``
+        (the lanes') are below 2**31 (``check`` refuses a run whose points' would not be)."""
+        seeds = jnp.asarray(seeds, jnp.int32)
         zeros = jnp.zeros(seeds.shape, jnp.float32)
         hparams = {k: jnp.asarray(v, jnp.float32) for k, v in hparams.items()}
-        return HalvingState(
-            hparams, zeros, zeros, zeros, seeds.astype(jnp.int32), jnp.zeros_like(seeds, jnp.int32)
-        )
+        return HalvingState(hparams, zeros, zeros, zeros, seeds, jnp.zeros_like(seeds))
 
     def local(self, population: HalvingState, iteration: jax.Array) -> jax.Array:
         """Each lane's own iteration count: the run's less its point's start."""

@@ -75,7 +75,7 @@ class SeedLoop(LoopWrapper):
             raise ValueError("population-based training needs swept hyperparameters to explore")
         self._values = {k: np.asarray(v, np.float32) for k, v in (sweep or {}).items()}
         self.population = population
-        self._seeds = np.asarray(seeds if seeds is not None else range(num_seeds), np.int32)
+        self._seeds = tuple(seeds if seeds is not None else range(num_seeds))
         own = population is not None and population.own_iterations
         axes = _OWN_ITERATIONS if own else _STATE
         if self._values:
@@ -96,7 +96,7 @@ class SeedLoop(LoopWrapper):
         if self.population is None:
             return state
         values = {k: jnp.asarray(v) for k, v in self._values.items()}
-        return _with(state, self.population.start(values, jnp.asarray(self._seeds)))
+        return _with(state, self.population.start(values, self._seeds))
 
     def begin(self, state):
         (state, k_rollout, k_learn), population, iteration = self._split(self._begin, state)

@@ -289,6 +289,15 @@ def test_wrong_population_settings_are_refused(changes, message):
         resolve(PPO.replace(**changes))
 
 
+def test_ranking_by_return_needs_an_environment_that_reports_episodes():
+    population = Population(
+        every=1, metric="episode_return", minimize=False, ranges={}, seed=0, resample=0.0
+    )
+    state = population.init({"lr": jnp.ones(2)})
+    with pytest.raises(ConfigError, match=r"'episode_return' is not a metric.*\(valid: loss\)"):
+        population.after_learn(state, {}, jnp.int32(1), {"loss": jnp.ones(2)})
+
+
 def test_an_unknown_ranking_metric_names_the_valid_ones():
     with pytest.raises(ConfigError, match="rank_metric = 'nope' is not a metric.*approx_kl"):
         rl.train(PPO.replace(rank_metric="nope"))
