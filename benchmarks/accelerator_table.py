@@ -111,6 +111,18 @@ def mode_pairs_line(r: dict) -> str:
     return "; ".join(cells) + ("; every mode the same bits" if same else "; **modes differ**")
 
 
+def roofline_line(r: dict) -> str:
+    def ms(seconds: float | None) -> str:  # a roofline is None where no peak is known
+        return _num(None if seconds is None else seconds * 1e3)
+
+    return "; ".join(
+        f"{name}: {ms(c['measured_iteration_s'])} ms an iteration measured, roofline "
+        f"{ms(c['predicted_here_iteration_s'])} ms here, "
+        f"{ms(c['predicted_h100_iteration_s'])} ms on an H100"
+        for name, c in r["results"].items()
+    )
+
+
 LINES = {
     "fusion_modes": fusion_line,
     "algorithms": lambda r: f"{len(r['results'])} algorithms: table below",
@@ -120,6 +132,7 @@ LINES = {
     "devices": devices_line,
     "compile_time": compile_line,
     "precision": precision_line,
+    "roofline": roofline_line,
 }
 
 
