@@ -180,6 +180,12 @@ def check_values(
             + f", got {config.seed!r}"
         )
     _check_run_name(config.run_name)
+    return spec, _check_sweep(config, spec)
+
+
+def _check_sweep(config: TrainConfig, spec: AlgorithmSpec) -> Any:
+    """The hyperparameters, each swept value (each end of a range) checked like a single one,
+    and a random search's settings; returns the hyperparameters with the first swept values."""
     fixed, sweep = split_sweep(spec, config.hparams)
     validate.non_negative("num_lanes", config.num_lanes)
     if is_search(sweep) != bool(config.num_lanes):
@@ -195,12 +201,11 @@ def check_values(
             f"num_seeds = {config.num_seeds}: each lane of a random search has a seed of its "
             "own (seed, seed + 1, ...); leave num_seeds at 1 and set num_lanes"
         )
-    # Each swept value (each end of a range) is checked like a single one.
     checked = {k: (v.low, v.high) if isinstance(v, Distribution) else v for k, v in sweep.items()}
     for name, values in checked.items():
         for value in values:
             make_hparams(spec, {**fixed, name: value})
-    return spec, make_hparams(spec, {**fixed, **{k: v[0] for k, v in checked.items()}})
+    return make_hparams(spec, {**fixed, **{k: v[0] for k, v in checked.items()}})
 
 
 def _check_budget(name: str, steps: Any, per_iteration: int) -> None:

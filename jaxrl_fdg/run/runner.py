@@ -237,8 +237,9 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
     )
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
-    if folder is not None and extension.read(folder.path):  # the budgets the run has had
-        session.summary_extra["extensions"] = extension.read(folder.path)
+    extended = extension.read(folder.path) if folder is not None else None
+    if extended:  # the budgets the run has had
+        session.summary_extra["extensions"] = extended
     try:
         with signals.requesting(session.request_stop):
             state = session.execute(state)
