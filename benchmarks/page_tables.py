@@ -923,3 +923,68 @@ def lanes(r: dict[str, dict]) -> str:
         "iteration here, so one lane updates half as often as several do.\n\n"
         + _table(header, rows)
     )
+
+
+def time_to_result(r: dict[str, dict]) -> str:
+    report = r["time_to_result.json"]
+    config = report["config"]
+    rows = []
+    for entry in report["results"].values():
+        ratios = entry.get("ratios", {})
+        for i, (tool, x) in enumerate(entry["tools"].items()):
+            task = f"{entry['env']} to {entry['threshold']:g}" if i == 0 else ""
+            ratio = ratios.get(f"{tool} / jaxrl-fdg")
+            rows.append([task, tool, *_time_to_result_row(x, ratio)])
+    goals = ", ".join(f"`{k}` ≥ {v:g}×" for k, v in config["goals"].items())
+    versions = "; ".join(
+        f"{tool}: " + ", ".join(f"{k} {v}" for k, v in sorted(info.get("versions", {}).items()))
+        for tool, info in config.get("venvs", {}).items()
+        if info.get("ok")
+    )
+    header = [
+        "task",
+        "tool",
+        "seconds per seed",
+        "median s",
+        "env steps at the threshold",
+        "start s (ours: compile included)",
+        "median / ours",
+        "settings",
+    ]
+    return (
+        "Wall seconds from a fresh process's launch to the first logged training return at or "
+        f"above the threshold, imports and compile included; {config['seeds']} "
+        f"seed{'s' * (config['seeds'] != 1)}, a budget of {config['budget_s']:g} s per run. The "
+        "return is the mean over the episodes that ended in a window of env steps, the span of "
+        "one of our logged rows (about 1/25 of our run), for every tool; the hand-written "
+        "programs' times are interpolated within their one call "
+        "(`benchmarks/time_to_result.py` says how each is measured). Goal: "
+        f"{goals}."
+        + (f" Baselines: {versions}." if versions else "")
+        + "\n\n"
+        + _table(header, rows, "---|---|---:|---:|---:|---:|---:|---")
+        + f"\n\n![Seconds from launch to the threshold](img/{report['image']})"
+    )
+
+
+def _time_to_result_row(x: dict, ratio: dict | None) -> list[str]:
+    """One tool's cells: each seed's seconds, the median, env steps and start seconds per seed,
+    its median over ours ("≥" where it missed its budget)."""
+    if "runs" not in x:
+        return ["—", "—", "—", "—", "—", x.get("skipped", "")]
+    runs = x["runs"]
+    if x["median_s"] is not None:
+        median = f"{x['median_s']:.1f}"
+    else:
+        median = f"> {x['lower_bound_s']:.0f}"
+    over = "—"
+    if ratio is not None:
+        over = ("≥ " if ratio["lower_bound"] else "") + _ratio(ratio["value"], ".1f")
+    return [
+        ", ".join("> budget" if z["seconds"] is None else f"{z['seconds']:.1f}" for z in runs),
+        median,
+        ", ".join("—" if z["env_steps"] is None else f"{z['env_steps']:,}" for z in runs),
+        ", ".join(_s(z.get("start_s"), ".1f") for z in runs),
+        over,
+        x.get("settings", ""),
+    ]

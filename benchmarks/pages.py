@@ -106,6 +106,11 @@ def _pbt_files() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in RESULTS.glob("pbt*.json")))
 
 
+def _measured(section: Section) -> tuple[Section, ...]:
+    """``section`` once its results files exist: a benchmark not yet measured has no section."""
+    return (section,) if all((RESULTS / name).exists() for name in section.files) else ()
+
+
 def pages() -> tuple[Page, ...]:
     return (
         Page(
@@ -236,6 +241,15 @@ def pages() -> tuple[Page, ...]:
                     ("atari_profile.json",),
                     tables.atari_profile,
                     "python benchmarks/atari_profile.py",
+                ),
+                *_measured(
+                    Section(
+                        "Time to a return, against Stable-Baselines3, sbx and hand-written "
+                        "programs",
+                        ("time_to_result.json",),
+                        tables.time_to_result,
+                        "python benchmarks/time_to_result.py",
+                    )
                 ),
                 Section(
                     "Off-policy algorithms against hand-written programs",
