@@ -32,6 +32,7 @@ LOOP = "loop"
 _CONTROL_FLOW = {"while", "conditional", "call", "async-start", "async-done"}
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[^\s=]+)\s*=\s*(?P<rest>.*)$")
 _OP_NAME = re.compile(r'op_name="(?P<op_name>[^"]*)"')
+_WRAPPED = re.compile(r"^(?:[\w.-]+\()+([^()]*)\)+$")
 _MODULE = re.compile(r"^HloModule\s+(?P<module>[^\s,]+)", re.MULTILINE)
 
 
@@ -154,7 +155,7 @@ def attribute(
         seconds = event.get("dur", 0.0) * 1e-6
         module = args["hlo_module"]
         result.modules[module] = result.modules.get(module, 0.0) + seconds
-        path = [part for part in instruction.op_name.split("/") if part in known]
+        path = [name for name in _scope_names(instruction.op_name) if name in known]
         innermost = path[-1] if path else LOOP
         result.exclusive[innermost] = result.exclusive.get(innermost, 0.0) + seconds
         for name in set(path) or {LOOP}:
@@ -165,6 +166,13 @@ def attribute(
     result.busy_s = _union(intervals) * 1e-6
     result.window_s = max(0.0, last - first) * 1e-6
     return result, annotated
+
+
+def _scope_names(op_name: str) -> list[str]:
+    """The scope names on an op's path, outermost first. A transformation wraps the names traced
+    under it: the backward pass of scope ``learner`` is ``transpose(learner)``, its forward under
+    ``jax.grad`` ``jvp(learner)``; both count as ``learner``."""
+    return [_WRAPPED.sub(r"\1", part) for part in op_name.split("/")]
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:

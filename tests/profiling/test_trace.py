@@ -42,6 +42,20 @@ def test_attribute_counts_each_op_once_and_skips_control_flow():
     assert annotated[1]["args"]["scope"] == "learner"
 
 
+def test_a_scope_wrapped_by_a_transformation_keeps_its_name():
+    # jax.grad traces the forward under jvp(NAME) and the backward pass under transpose(NAME)
+    hlo = HLO.replace("while/body/learner/add", "while/body/transpose(learner)/jvp(Dense_0)/add")
+    event = {"ph": "X", "ts": 0, "dur": 30, "args": {"hlo_module": "jit_f", "hlo_op": "a"}}
+    result, _ = trace.attribute([event], [hlo], ["learner", "actor"])
+    assert result.exclusive == pytest.approx({"learner": 30e-6})
+    assert trace._scope_names("a/transpose(jvp(Net))/vmap(learner)/b") == [
+        "a",
+        "Net",
+        "learner",
+        "b",
+    ]
+
+
 def _small_then_big(x):
     # Two scopes on one dependent chain, so they cannot run concurrently: "big" does four times
     # the matmul+tanh work of "small".
