@@ -3,7 +3,10 @@
 The same math as ``jaxrl_fdg.fragments.ppo`` under ``--fusion scan`` (same network, losses,
 optimizer, GAE with truncation bootstrapping, episode statistics), with none of the framework's
 layers: no fragments, no edges, no graph state, no metric buffers, no host boundaries. It uses the
-CartPole simulator itself, as any hand-written JAX agent would use gymnax's.
+CartPole simulator itself, as any hand-written JAX agent would use gymnax's. The actor, the env
+step and the update run under ``jax.named_scope``s named as the framework's fragments, so a
+profiler trace splits this program's device time the same way (``benchmarks/loop_share.py``);
+scopes are metadata and change nothing in the compiled program's work.
 """
 
 from __future__ import annotations
@@ -61,18 +64,20 @@ def make_train(
         def env_step(carry, _):
             params, env_state, obs, ep_ret, key = carry
             key, k_act, k_step = jax.random.split(key, 3)
-            logits, value = net.apply(params, obs)
-            action = jax.random.categorical(k_act, logits).astype(jnp.int32)
-            log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], 1)[:, 0]
-            env_state, ts = jax.vmap(env.step, (0, 0, 0, None))(
-                jax.random.split(k_step, num_envs), env_state, action, params_env
-            )
+            with jax.named_scope("actor"):
+                logits, value = net.apply(params, obs)
+                action = jax.random.categorical(k_act, logits).astype(jnp.int32)
+                log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], 1)
+            with jax.named_scope("env"):
+                env_state, ts = jax.vmap(env.step, (0, 0, 0, None))(
+                    jax.random.split(k_step, num_envs), env_state, action, params_env
+                )
             done = ts.terminated | ts.truncated
             ep_ret = ep_ret + ts.reward
             out = (
                 obs,
                 action,
-                log_prob,
+                log_prob[:, 0],
                 value,
                 ts.reward,
                 ts.terminated,
@@ -108,7 +113,14 @@ def make_train(
             (_, env_state, obs, ep_ret, _), traj = jax.lax.scan(
                 env_step, (params, env_state, obs, ep_ret, k_roll), length=rollout_len
             )
-            t_obs, t_act, t_lp, t_v, t_r, t_term, t_done, t_next, t_ret, t_end = traj
+            with jax.named_scope("learner"):
+                params, opt_state = learn(params, opt_state, traj, k_learn)
+            *_, t_ret, t_end = traj
+            stats = (t_ret.sum(), t_end.sum())
+            return (params, opt_state, env_state, obs, ep_ret, key), stats
+
+        def learn(params, opt_state, traj, k_learn):
+            t_obs, t_act, t_lp, t_v, t_r, t_term, t_done, t_next, _, _ = traj
             v_next = net.apply(params, t_next)[1]
             delta = t_r + gamma * (1 - t_term) * v_next - t_v
 
@@ -130,11 +142,22 @@ def make_train(
             (params, opt_state), _ = jax.lax.scan(
                 epoch, (params, opt_state), jax.random.split(k_learn, epochs)
             )
-            stats = (t_ret.sum(), t_end.sum())
-            return (params, opt_state, env_state, obs, ep_ret, key), stats
+            return params, opt_state
 
         carry = (params, tx.init(params), env_state, ts.observation, ep_ret, key)
         carry, (ret_sum, episodes) = jax.lax.scan(iteration, carry, length=iterations)
         return carry[0], ret_sum, episodes
 
     return train
+
+
+def run(total_steps: int = 1_000_000, seed: int = 0, num_envs: int = 4) -> dict:
+    """Compile the whole run ahead of time, then run it once: compile and run seconds apart."""
+    from handwritten_dqn import timed
+
+    train = make_train(num_envs=num_envs, total_steps=total_steps)
+    return timed(train, jax.random.key(seed), (total_steps // (num_envs * 128)) * num_envs * 128)
+
+
+if __name__ == "__main__":
+    print(run())

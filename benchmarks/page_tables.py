@@ -492,12 +492,18 @@ def atari_profile(r: dict[str, dict]) -> str:
     return "\n\n".join(parts)
 
 
-def offpolicy_baselines(r: dict[str, dict]) -> str:
-    report = r["offpolicy_baselines.json"]
+def handwritten_pairs(r: dict[str, dict]) -> str:
+    report = r["handwritten_pairs.json"]
     rows = []
     for algo, x in report["results"].items():
+        pairs = x["scan_vs_handwritten"]
         for impl in ("handwritten", "scan"):
             y = x[impl]
+            ratio = (
+                f"{pairs['median']:.3f} [{pairs['min']:.2f}, {pairs['max']:.2f}]"
+                if impl == "scan"
+                else ""
+            )
             rows.append(
                 [
                     f"`{algo}`",
@@ -506,15 +512,43 @@ def offpolicy_baselines(r: dict[str, dict]) -> str:
                     _rate(y["steps_per_s"]),
                     _s(y["compile_s"]),
                     f"{y['final_return']:.1f}",
+                    ratio,
                 ]
             )
-    ratios = ", ".join(f"{k} {v:.3f}" for k, v in report["ratios"].items())
+    header = ["algo", "implementation", "env steps", "env-steps/s (median)", "compile s"]
+    header += ["final return", "scan / handwritten, median of pairs [range]"]
     return (
-        _table(
-            ["algo", "implementation", "env steps", "env-steps/s", "compile s", "final return"],
-            rows,
+        _table(header, rows)
+        + f"\n\n{report['config']['pairs']} pairs per algorithm, the order alternating from pair"
+        " to pair; above 1, `scan` is faster. Both sides compile in every run (compile seconds"
+        " are the first run's)."
+    )
+
+
+def loop_share(r: dict[str, dict]) -> str:
+    report = r["loop_share.json"]
+    rows = []
+    for case, x in report["results"].items():
+        opcodes = ", ".join(f"{op} {n:,}" for op, n in x["loop_opcodes"].items())
+        rows.append(
+            [
+                f"`{case}`",
+                f"{x['loop_share']:.1%}",
+                f"{x['ops_per_iteration']:,.0f}",
+                f"{x['loop_ops_per_iteration']:,.0f}",
+                f"{x['loop_copies_per_iteration']:,.0f}",
+                opcodes,
+                f"{x['us_per_iteration']:,.1f}",
+            ]
         )
-        + f"\n\nRatios: {ratios}."
+    header = ["case", "`loop` share", "ops / it", "`loop` ops / it", "`loop` copies / it"]
+    header += ["`loop` ops in the window, by opcode", "µs / it untraced"]
+    return (
+        _table(header, rows) + "\n\nShares are of traced device time in a window of "
+        f"{report['config']['iterations_per_window']} PPO iterations (the reproducer's iteration"
+        " is one step of its scan); untraced µs per iteration are medians of "
+        f"{report['config']['rounds']} runs of {report['config']['timed_iterations']} iterations."
+        " `-unrolled`: JAX's unrolled Threefry lowering registered for CPU while compiling."
     )
 
 

@@ -148,6 +148,12 @@ def pages() -> tuple[Page, ...]:
                     "python benchmarks/fusion_modes.py; python benchmarks/fusion_modes.py --cpus 1",
                 ),
                 Section(
+                    "`--fusion scan` against hand-written programs, in pairs",
+                    ("handwritten_pairs.json",),
+                    tables.handwritten_pairs,
+                    "python benchmarks/handwritten_pairs.py",
+                ),
+                Section(
                     "Every algorithm under every mode",
                     ("algorithms.json",),
                     tables.algorithms,
@@ -179,6 +185,12 @@ def pages() -> tuple[Page, ...]:
                     tables.profile_overhead,
                     "python benchmarks/profile_overhead.py; python benchmarks/profile_overhead.py "
                     "--fusion step --total-steps 51200",
+                ),
+                Section(
+                    "The `loop` share of a trace: ours, a hand-written scan, a reproducer",
+                    ("loop_share.json",),
+                    tables.loop_share,
+                    "python benchmarks/loop_share.py",
                 ),
             ),
         ),
@@ -250,12 +262,6 @@ def pages() -> tuple[Page, ...]:
                         tables.time_to_result,
                         "python benchmarks/time_to_result.py",
                     )
-                ),
-                Section(
-                    "Off-policy algorithms against hand-written programs",
-                    ("offpolicy_baselines.json",),
-                    tables.offpolicy_baselines,
-                    "python benchmarks/offpolicy_baselines.py",
                 ),
             ),
         ),

@@ -1,10 +1,13 @@
-"""Env-steps/s of DQN and SAC under ``--fusion scan`` against hand-written single-program baselines.
+"""Env-steps/s of ``--fusion scan`` against hand-written single-program baselines, in pairs.
 
-Each family runs ours and its baseline (``handwritten_dqn.py``, ``handwritten_sac.py``) in turn,
-``--repeats`` times (A B A B A B, so machine noise hits both alike); run seconds are the median
-(and the fastest run of each side gives a second ratio), compile seconds are reported apart,
-from the first run (every run's in ``compile_s_all``). Our config is set to the baseline's:
+Each family runs ours and its baseline (``handwritten_ppo.py``, ``handwritten_dqn.py``,
+``handwritten_sac.py``) in one process, ``--pairs`` times, the order alternating from pair to pair
+(A B, B A, A B, …, so drift and machine noise hit both sides alike). Each pair gives a ratio of
+rates (ours over the baseline's: above 1, ours is faster); reported are the median, the range and
+every pair's ratio. Compile seconds are reported apart (every run compiles: ours with no
+persistent cache, as the baselines). Our config is set to the baseline's:
 
+* PPO, CartPole-v1: the PPO defaults (4 envs × 128 steps, 4 epochs of 4 minibatches, 64-64 tanh).
 * DQN, CartPole-v1: 10 envs × rollouts of 1 step, ``utd_ratio = 0.1`` (one update of batch 128
   per iteration of 10 env steps), the DQN defaults otherwise (10k buffer, 10k warm-up, 120-84
   ReLU, ε over half the run, double Q, target copy every 50 updates).
@@ -12,11 +15,12 @@ from the first run (every run's in ``compile_s_all``). Our config is set to the 
   env step), a 131,072-transition buffer, the SAC defaults otherwise (5k warm-up, 256-256 ReLU,
   twin critics, α learned from 1).
 
-Both sides compute the same math from different random-key streams, so final returns agree in
-distribution, not bit for bit. Our runs use no persistent compilation cache, as the baselines.
+Our side is ``jaxrl_fdg.train`` as a user calls it: its run seconds include the host boundaries
+where metrics are read back. Both sides compute the same math from different random-key streams,
+so final returns agree in distribution, not bit for bit.
 
-    python benchmarks/offpolicy_baselines.py          # writes results/offpolicy_baselines.json
-    python benchmarks/offpolicy_baselines.py --dqn-steps 100000 --sac-steps 8000
+    python benchmarks/handwritten_pairs.py                # writes results/handwritten_pairs.json
+    python benchmarks/handwritten_pairs.py --families ppo --pairs 9
 """
 
 from __future__ import annotations
@@ -25,18 +29,24 @@ import argparse
 import os
 import statistics
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import cli_args  # noqa: E402
 import handwritten_dqn  # noqa: E402
+import handwritten_ppo  # noqa: E402
 import handwritten_sac  # noqa: E402
 
 import jaxrl_fdg as rl  # noqa: E402
 from jaxrl_fdg.profiling import write_report  # noqa: E402
 
 FAMILIES = {
+    "ppo": dict(
+        baseline=handwritten_ppo.run,
+        config=dict(algo="ppo", env="CartPole-v1", num_envs=4, rollout_len=128),
+    ),
     "dqn": dict(
         baseline=handwritten_dqn.run,
         config=dict(
@@ -99,50 +109,65 @@ def median_of(runs: list[dict]) -> dict:
     return out
 
 
-def measure(family: str, total_steps: int, seed: int, repeats: int) -> dict:
+def measure(family: str, total_steps: int, seed: int, pairs: int) -> dict:
     baseline = FAMILIES[family]["baseline"]
-    pairs = []
-    for i in range(repeats):
-        pair = (baseline(total_steps, seed), run_ours(family, total_steps, seed))
-        print(f"{family} repeat {i}: handwritten {pair[0]}\n{' ' * 14}scan {pair[1]}", flush=True)
-        pairs.append(pair)
+    sides: dict[str, list[dict]] = {"handwritten": [], "scan": []}
+    for i in range(pairs):
+        order = ("handwritten", "scan") if i % 2 == 0 else ("scan", "handwritten")
+        for side in order:
+            run = baseline if side == "handwritten" else partial(run_ours, family)
+            sides[side].append(run(total_steps, seed))
+        ratio = sides["scan"][-1]["steps_per_s"] / sides["handwritten"][-1]["steps_per_s"]
+        print(
+            f"{family} pair {i + 1}: handwritten {sides['handwritten'][-1]['run_s']:.3f} s, "
+            f"scan {sides['scan'][-1]['run_s']:.3f} s, scan / handwritten {ratio:.3f}",
+            flush=True,
+        )
+    ratios = [
+        s["steps_per_s"] / h["steps_per_s"]
+        for h, s in zip(sides["handwritten"], sides["scan"], strict=True)
+    ]
     return {
-        "handwritten": median_of([p[0] for p in pairs]),
-        "scan": median_of([p[1] for p in pairs]),
+        **{side: median_of(runs) for side, runs in sides.items()},
+        "scan_vs_handwritten": {
+            "median": statistics.median(ratios),
+            "min": min(ratios),
+            "max": max(ratios),
+            "all": ratios,
+        },
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ppo-steps", type=int, default=1_024_000)
     parser.add_argument("--dqn-steps", type=int, default=500_000)
     parser.add_argument("--sac-steps", type=int, default=30_000)
-    parser.add_argument("--families", default="dqn,sac", help="comma-separated: dqn, sac")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each side (median)")
+    parser.add_argument("--families", default="ppo,dqn,sac", help="comma-separated: ppo, dqn, sac")
+    parser.add_argument("--pairs", type=int, default=5, help="pairs of runs (median of ratios)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--out", default=str(Path(__file__).parent / "results" / "offpolicy_baselines.json")
+        "--out", default=str(Path(__file__).parent / "results" / "handwritten_pairs.json")
     )
     args = parser.parse_args()
     families = cli_args.comma_list(parser, "--families", args.families, FAMILIES)
-    steps = {"dqn": args.dqn_steps, "sac": args.sac_steps}
+    if args.pairs < 1:
+        parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    steps = {"ppo": args.ppo_steps, "dqn": args.dqn_steps, "sac": args.sac_steps}
 
     load_before = os.getloadavg()
-    results = {f: measure(f, steps[f], args.seed, args.repeats) for f in families}
+    results = {f: measure(f, steps[f], args.seed, args.pairs) for f in families}
     load_after = os.getloadavg()
-    ratios = {}
-    for f in families:
-        ours, base = results[f]["scan"], results[f]["handwritten"]
-        ratios[f"{f}_scan_vs_handwritten"] = ours["steps_per_s"] / base["steps_per_s"]
-        # The least-disturbed run of each side: on a shared machine, the fastest run is the one
-        # other processes took the least from.
-        ratios[f"{f}_scan_vs_handwritten_fastest"] = base["run_s_min"] / ours["run_s_min"]
+    ratios = {
+        f"{f}_scan_vs_handwritten": results[f]["scan_vs_handwritten"]["median"] for f in families
+    }
     config = {
         f: {**FAMILIES[f]["config"], "total_steps": steps[f], "fusion": "scan"} for f in families
     }
-    config.update(seed=args.seed, repeats=args.repeats)
+    config.update(seed=args.seed, pairs=args.pairs)
     write_report(
         args.out,
-        "offpolicy_baselines",
+        "handwritten_pairs",
         config,
         results,
         ratios=ratios,
@@ -153,7 +178,8 @@ def main() -> None:
     print("| family | side | compile s | run s (median) | env-steps/s | final return |")
     print("|---|---|---:|---:|---:|---:|")
     for f in families:
-        for side, r in results[f].items():
+        for side in ("handwritten", "scan"):
+            r = results[f][side]
             final = "—" if r["final_return"] is None else f"{r['final_return']:.1f}"
             print(
                 f"| {f} | {side} | {r['compile_s']:.2f} | {r['run_s']:.2f} | "
