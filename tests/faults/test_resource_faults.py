@@ -58,6 +58,7 @@ SMALL = ["--total-steps", "48", "--num-envs", "2", "--rollout-len", "8", "--no-p
 SMALL_CONFIG = rl.TrainConfig(total_steps=48, num_envs=2, rollout_len=8, out=None)
 
 
+@pytest.mark.slow  # the default tier refuses a run and a sweep too large for memory
 def test_too_many_lanes_are_refused_naming_the_most_that_fit(tmp_path, capsys, monkeypatch):
     # The machine has room for three lanes (their state and largest program) and a little.
     room = memory.compiled_need(rl.resolve(SMALL_CONFIG.replace(num_seeds=3))) + 1000
