@@ -140,9 +140,9 @@ def measure(family: str, total_steps: int, seed: int, pairs: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ppo-steps", type=int, default=1_024_000)
+    parser.add_argument("--ppo-steps", type=int, default=1_000_000)
     parser.add_argument("--dqn-steps", type=int, default=500_000)
-    parser.add_argument("--sac-steps", type=int, default=30_000)
+    parser.add_argument("--sac-steps", type=int, default=15_000)
     parser.add_argument("--families", default="ppo,dqn,sac", help="comma-separated: ppo, dqn, sac")
     parser.add_argument("--pairs", type=int, default=5, help="pairs of runs (median of ratios)")
     parser.add_argument("--seed", type=int, default=0)
@@ -154,6 +154,8 @@ def main() -> None:
     if args.pairs < 1:
         parser.error(f"--pairs must be at least 1, got {args.pairs}")
     steps = {"ppo": args.ppo_steps, "dqn": args.dqn_steps, "sac": args.sac_steps}
+    if min(steps.values()) < 1:
+        parser.error(f"--ppo-steps, --dqn-steps and --sac-steps must be ≥ 1, got {steps}")
 
     load_before = os.getloadavg()
     results = {f: measure(f, steps[f], args.seed, args.pairs) for f in families}
