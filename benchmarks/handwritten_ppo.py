@@ -151,12 +151,15 @@ def make_train(
     return train
 
 
-def run(total_steps: int = 1_000_000, seed: int = 0, num_envs: int = 4) -> dict:
+def run(
+    total_steps: int = 1_000_000, seed: int = 0, num_envs: int = 4, rollout_len: int = 128
+) -> dict:
     """Compile the whole run ahead of time, then run it once: compile and run seconds apart."""
     from handwritten_dqn import timed
 
-    train = make_train(num_envs=num_envs, total_steps=total_steps)
-    return timed(train, jax.random.key(seed), (total_steps // (num_envs * 128)) * num_envs * 128)
+    train = make_train(num_envs=num_envs, rollout_len=rollout_len, total_steps=total_steps)
+    per_iteration = num_envs * rollout_len
+    return timed(train, jax.random.key(seed), (total_steps // per_iteration) * per_iteration)
 
 
 if __name__ == "__main__":
