@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
@@ -61,7 +62,7 @@ def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> j
 
     ``q_values``: ``[B, A]``; returns int32 ``[B]``.
     """
-    k_explore, k_action = jax.random.split(key)
+    k_explore, k_action = rng.split(key)
     batch, num_actions = q_values.shape
     greedy = jnp.argmax(q_values, axis=-1).astype(jnp.int32)
     uniform = jax.random.randint(k_action, (batch,), 0, num_actions, dtype=jnp.int32)

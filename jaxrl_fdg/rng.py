@@ -1,0 +1,97 @@
+"""``jax.random.split`` and ``jax.random.bits`` for Threefry keys, the same bits, as one fused
+elementwise op each.
+
+On CPU JAX lowers the Threefry-2x32 hash as a loop of five rolled iterations, each a handful of
+separately dispatched kernels plus copies of the loop's constants. Inside a training iteration
+that loop costs about 2 µs per hash however few words it makes, and the loop splits keys several
+times per iteration (the iteration's keys, each fragment's, each learner round's): DQN's
+CartPole iteration spent a tenth of its time there (docs/decisions.md, "Random keys on CPU").
+Unrolled, a hash is one fused kernel. The bits are JAX's own, so nothing a run computes changes;
+keys of other implementations, and JAX without ``jax_threefry_partitionable``, go to
+``jax.random``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry2x32(key: tuple[jax.Array, jax.Array], x0: jax.Array, x1: jax.Array):
+    """Threefry-2x32 with 20 rounds (Salmon et al., SC 2011), unrolled: the block cipher behind
+    ``jax.random``, whose CPU lowering is a rolled loop of separately dispatched ops."""
+    ks = (key[0], key[1], key[0] ^ key[1] ^ np.uint32(0x1BD11BDA))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = (x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))
+            x1 = x1 ^ x0
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x0, x1
+
+
+def _threefry_data(key: jax.Array, size: int) -> jax.Array | None:
+    """The key's two data words, where this module computes JAX's bits itself; else None."""
+    if (
+        key.shape != ()
+        or str(jax.random.key_impl(key)) != "threefry2x32"
+        or not jax.config.jax_threefry_partitionable
+        or size >= 2**32
+    ):
+        return None
+    return jax.random.key_data(key)
+
+
+def split(key: jax.Array, num: int | tuple[int, ...] = 2) -> jax.Array:
+    """``jax.random.split(key, num)``: the same keys, as one fused elementwise op.
+
+    ``key`` is a typed key (``jax.random.key``) or a legacy ``uint32[2]`` one
+    (``jax.random.PRNGKey``); the keys come back of the same kind, shaped ``num`` (an int or a
+    shape). With ``jax_threefry_partitionable`` (the default), key ``n`` is the two words of
+    Threefry-2x32 of ``key`` applied to the 64-bit counter ``n``.
+    """
+    shape = (num,) if isinstance(num, int) else tuple(num)
+    typed = jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    typed_key = key if typed else jax.random.wrap_key_data(key)
+    data = _threefry_data(typed_key, math.prod(shape))
+    if data is None:
+        return jax.random.split(key, num)
+    counter = lax.iota(jnp.uint32, math.prod(shape)).reshape(shape)
+    x0, x1 = _threefry2x32((data[0], data[1]), jnp.zeros_like(counter), counter)
+    words = jnp.stack([x0, x1], axis=-1)
+    return jax.random.wrap_key_data(words, impl=jax.random.key_impl(typed_key)) if typed else words
+
+
+def random_bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """``jax.random.bits(key, shape, uint32)``, the same bits, as one fused elementwise op.
+
+    For a threefry key (JAX's default) with ``jax_threefry_partitionable`` (the default), element
+    ``n`` of the flattened output is ``x0 ^ x1`` where ``(x0, x1)`` is Threefry-2x32 of the key
+    applied to the 64-bit counter ``n``. On CPU JAX lowers that as a loop of five rolled iterations
+    that costs tens of µs however few bits are drawn; unrolled it is one fused kernel. Other keys
+    go to ``jax.random.bits``.
+    """
+    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.wrap_key_data(key)  # a legacy uint32 key, of the default implementation
+    size = math.prod(shape)
+    data = _threefry_data(key, size)
+    if data is None:
+        return jax.random.bits(key, shape, jnp.uint32)
+    counter = lax.iota(jnp.uint32, size).reshape(shape)
+    x0, x1 = _threefry2x32((data[0], data[1]), jnp.zeros_like(counter), counter)
+    return x0 ^ x1
+
+
+def unit_floats(bits: jax.Array) -> jax.Array:
+    """Uniforms in [0, 1) from uint32 bits, as ``jax.random.uniform`` makes them: the top 23 bits
+    as the mantissa of a float in [1, 2), minus 1."""
+    one = lax.bitcast_convert_type((bits >> np.uint32(9)) | np.uint32(0x3F800000), jnp.float32)
+    return one - 1.0

@@ -1,0 +1,61 @@
+"""``jaxrl_fdg.rng``: JAX's own keys and bits, computed as one fused op."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl_fdg import rng
+
+KEYS = (jax.random.key(0), jax.random.key(12345), jax.random.PRNGKey(7))
+
+
+def _data(keys):
+    typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    return jax.random.key_data(keys) if typed else keys
+
+
+@pytest.mark.parametrize("num", [1, 2, 3, 10, (2, 3)])
+def test_split_gives_jax_random_split_keys(num):
+    for key in KEYS:
+        ours = jax.jit(rng.split, static_argnums=1)(key, num)
+        theirs = jax.random.split(key, num)
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        np.testing.assert_array_equal(_data(ours), _data(theirs))
+
+
+def test_split_under_vmap_and_of_other_key_kinds():
+    keys = jax.random.split(jax.random.key(1), 4)
+    np.testing.assert_array_equal(
+        _data(jax.vmap(lambda k: rng.split(k, 3))(keys)),
+        _data(jax.vmap(lambda k: jax.random.split(k, 3))(keys)),
+    )
+    other = jax.random.key(0, impl="rbg")  # not threefry: jax.random.split itself
+    np.testing.assert_array_equal(_data(rng.split(other, 3)), _data(jax.random.split(other, 3)))
+
+
+def test_split_is_one_fused_op_on_cpu():
+    """The point of the module: no rolled Threefry loop in the compiled program."""
+    hlo = jax.jit(lambda k: rng.split(k, 3)).lower(jax.random.key(0)).compile().as_text()
+    assert " while(" not in hlo
+    rolled = jax.jit(lambda k: jax.random.split(k, 3)).lower(jax.random.key(0)).compile()
+    if jax.default_backend() == "cpu":
+        assert " while(" in rolled.as_text()  # what it replaces
+
+
+@pytest.mark.parametrize("shape", [(1,), (7, 256), (3, 5, 2)])
+def test_random_bits_are_jax_random_bits(shape):
+    for key in KEYS:
+        np.testing.assert_array_equal(
+            jax.jit(rng.random_bits, static_argnums=1)(key, shape),
+            jax.random.bits(key, shape, jnp.uint32),
+        )
+    keys = jax.random.split(jax.random.key(1), 4)
+    np.testing.assert_array_equal(
+        jax.vmap(lambda k: rng.random_bits(k, shape))(keys),
+        jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys),
+    )
+    other = jax.random.key(0, impl="rbg")
+    np.testing.assert_array_equal(
+        rng.random_bits(other, shape), jax.random.bits(other, shape, jnp.uint32)
+    )
