@@ -1,5 +1,5 @@
-"""``jax.random.split`` and ``jax.random.bits`` for Threefry keys, the same bits, as one fused
-elementwise op each.
+"""``jax.random.split``, ``bits``, ``uniform`` and ``randint`` for Threefry keys, the same bits, as
+fused elementwise ops.
 
 On CPU JAX lowers the Threefry-2x32 hash as a loop of five rolled iterations, each a handful of
 separately dispatched kernels plus copies of the loop's constants. Inside a training iteration
@@ -14,6 +14,7 @@ keys of other implementations, and JAX without ``jax_threefry_partitionable``, g
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -95,3 +96,45 @@ def unit_floats(bits: jax.Array) -> jax.Array:
     as the mantissa of a float in [1, 2), minus 1."""
     one = lax.bitcast_convert_type((bits >> np.uint32(9)) | np.uint32(0x3F800000), jnp.float32)
     return one - 1.0
+
+
+def uniform(
+    key: jax.Array,
+    shape: tuple[int, ...],
+    dtype: Any = jnp.float32,
+    minval: Any = 0.0,
+    maxval: Any = 1.0,
+) -> jax.Array:
+    """``jax.random.uniform(key, shape, dtype, minval, maxval)``: the same values, for float32
+    (other dtypes go to ``jax.random.uniform``): ``max(minval, u · (maxval − minval) + minval)``
+    with ``u`` in [0, 1) from the top 23 bits of each word."""
+    if jnp.dtype(dtype) != jnp.float32:
+        return jax.random.uniform(key, shape, dtype, minval, maxval)
+    minval = lax.broadcast_to_rank(jnp.asarray(minval, jnp.float32), len(shape))
+    maxval = lax.broadcast_to_rank(jnp.asarray(maxval, jnp.float32), len(shape))
+    floats = unit_floats(random_bits(key, shape))
+    return lax.max(minval, floats * (maxval - minval) + minval)
+
+
+def randint(key: jax.Array, shape: tuple[int, ...], minval: int, maxval: int) -> jax.Array:
+    """``jax.random.randint(key, shape, minval, maxval, jnp.int32)``: the same int32 values, for
+    Python int bounds with ``minval < maxval`` (other bounds go to ``jax.random.randint``).
+
+    JAX's algorithm, which this follows step for step: two words of random bits per value, from
+    the two halves of ``split(key)``, reduced modulo the span ``n = maxval − minval`` as the
+    64-bit number ``hi · 2³² + lo``: ``((hi mod n) · (2³² mod n) + lo mod n) mod n``, the
+    factor ``2³² mod n`` computed in 32-bit words as ``(2¹⁶ mod n)² mod n``.
+    """
+    info = np.iinfo(np.int32)
+    if (
+        not (isinstance(minval, int) and isinstance(maxval, int) and info.min <= minval < maxval)
+        or maxval > info.max
+    ):
+        return jax.random.randint(key, shape, minval, maxval, jnp.int32)
+    k_high, k_low = split(key)
+    high, low = random_bits(k_high, shape), random_bits(k_low, shape)
+    span = jnp.uint32(maxval - minval)
+    multiplier = lax.rem(jnp.uint32(2**16), span)
+    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+    offset = lax.rem(lax.add(lax.mul(lax.rem(high, span), multiplier), lax.rem(low, span)), span)
+    return lax.add(jnp.int32(minval), lax.convert_element_type(offset, jnp.int32))

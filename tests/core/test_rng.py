@@ -59,3 +59,33 @@ def test_random_bits_are_jax_random_bits(shape):
     np.testing.assert_array_equal(
         rng.random_bits(other, shape), jax.random.bits(other, shape, jnp.uint32)
     )
+
+
+INT_BOUNDS = [(0, 2), (0, 18), (-5, 7), (3, 2**31 - 1), (-(2**31), 2**31 - 1)]
+
+
+@pytest.mark.parametrize("bounds", INT_BOUNDS)
+def test_randint_gives_jax_random_randint_values(bounds):
+    for key in KEYS:
+        for shape in [(), (10,), (7, 3)]:
+            np.testing.assert_array_equal(
+                jax.jit(lambda k, shape=shape: rng.randint(k, shape, *bounds))(key),
+                jax.random.randint(key, shape, *bounds, jnp.int32),
+            )
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [(0.0, 1.0), (-0.05, 0.05), (np.float32([-1, -2, -3]), np.float32([1, 2, 3]))],
+)
+def test_uniform_gives_jax_random_uniform_values(bounds):
+    for key in KEYS:
+        for shape in [(3,), (7, 3)]:
+            np.testing.assert_array_equal(
+                jax.jit(lambda k, shape=shape: rng.uniform(k, shape, jnp.float32, *bounds))(key),
+                jax.random.uniform(key, shape, jnp.float32, *bounds),
+            )
+    # Other dtypes are JAX's own.
+    np.testing.assert_array_equal(
+        rng.uniform(KEYS[0], (3,), jnp.float16), jax.random.uniform(KEYS[0], (3,), jnp.float16)
+    )
