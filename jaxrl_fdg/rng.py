@@ -1,5 +1,5 @@
-"""``jax.random.split``, ``bits``, ``uniform`` and ``randint`` for Threefry keys, the same bits, as
-fused elementwise ops.
+"""``jax.random.split``, ``bits``, ``uniform``, ``randint`` and ``categorical`` for Threefry keys,
+the same values, as fused elementwise ops.
 
 On CPU JAX lowers the Threefry-2x32 hash as a loop of five rolled iterations, each a handful of
 separately dispatched kernels plus copies of the loop's constants. Inside a training iteration
@@ -138,3 +138,14 @@ def randint(key: jax.Array, shape: tuple[int, ...], minval: int, maxval: int) ->
     multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
     offset = lax.rem(lax.add(lax.mul(lax.rem(high, span), multiplier), lax.rem(low, span)), span)
     return lax.add(jnp.int32(minval), lax.convert_element_type(offset, jnp.int32))
+
+
+def categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
+    """``jax.random.categorical(key, logits)`` over the last axis: the same draws, for float32
+    logits (others, and JAX's high-dynamic-range Gumbel mode, go to ``jax.random``). The
+    Gumbel-max trick: ``argmax(logits − log(−log u))``, ``u`` uniform in [tiny, 1)."""
+    if logits.dtype != jnp.float32 or jax.config.jax_high_dynamic_range_gumbel:
+        return jax.random.categorical(key, logits)
+    tiny = np.float32(np.finfo(np.float32).tiny)
+    gumbel = -jnp.log(-jnp.log(uniform(key, logits.shape, jnp.float32, tiny, np.float32(1.0))))
+    return jnp.argmax(gumbel + logits, axis=-1)

@@ -89,3 +89,12 @@ def test_uniform_gives_jax_random_uniform_values(bounds):
     np.testing.assert_array_equal(
         rng.uniform(KEYS[0], (3,), jnp.float16), jax.random.uniform(KEYS[0], (3,), jnp.float16)
     )
+
+
+@pytest.mark.parametrize("shape", [(3,), (4, 2), (10, 6), (2, 3, 18)])
+def test_categorical_gives_jax_random_categorical_draws(shape):
+    logits = 3.0 * jax.random.normal(jax.random.key(5), shape)
+    for key in KEYS:
+        np.testing.assert_array_equal(
+            jax.jit(rng.categorical)(key, logits), jax.random.categorical(key, logits)
+        )
