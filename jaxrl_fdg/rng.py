@@ -8,11 +8,13 @@ times per iteration (the iteration's keys, each fragment's, each learner round's
 CartPole iteration spent a tenth of its time there (docs/decisions.md, "Random keys on CPU").
 Unrolled, a hash is one fused kernel. The bits are JAX's own, so nothing a run computes changes;
 keys of other implementations, and JAX without ``jax_threefry_partitionable``, go to
-``jax.random``.
+``jax.random``. Each function is compiled as one program where it is called outside ``jit``, as
+``jax.random``'s are, so that a value rounds the same in and out of a compiled program.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -51,6 +53,7 @@ def _threefry_data(key: jax.Array, size: int) -> jax.Array | None:
     return jax.random.key_data(key)
 
 
+@functools.partial(jax.jit, static_argnames="num")
 def split(key: jax.Array, num: int | tuple[int, ...] = 2) -> jax.Array:
     """``jax.random.split(key, num)``: the same keys, as one fused elementwise op.
 
@@ -71,6 +74,7 @@ def split(key: jax.Array, num: int | tuple[int, ...] = 2) -> jax.Array:
     return jax.random.wrap_key_data(words, impl=jax.random.key_impl(typed_key)) if typed else words
 
 
+@functools.partial(jax.jit, static_argnames="shape")
 def random_bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """``jax.random.bits(key, shape, uint32)``, the same bits, as one fused elementwise op.
 
@@ -98,6 +102,7 @@ def unit_floats(bits: jax.Array) -> jax.Array:
     return one - 1.0
 
 
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
 def uniform(
     key: jax.Array,
     shape: tuple[int, ...],
@@ -140,6 +145,7 @@ def randint(key: jax.Array, shape: tuple[int, ...], minval: int, maxval: int) ->
     return lax.add(jnp.int32(minval), lax.convert_element_type(offset, jnp.int32))
 
 
+@jax.jit
 def categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
     """``jax.random.categorical(key, logits)`` over the last axis: the same draws, for float32
     logits (others, and JAX's high-dynamic-range Gumbel mode, go to ``jax.random``). The

@@ -81,10 +81,13 @@ def test_randint_gives_jax_random_randint_values(bounds):
 def test_uniform_gives_jax_random_uniform_values(bounds):
     for key in KEYS:
         for shape in [(3,), (7, 3)]:
+            expected = jax.random.uniform(key, shape, jnp.float32, *bounds)
             np.testing.assert_array_equal(
                 jax.jit(lambda k, shape=shape: rng.uniform(k, shape, jnp.float32, *bounds))(key),
-                jax.random.uniform(key, shape, jnp.float32, *bounds),
+                expected,
             )
+            # Called outside jit too: one compiled program, rounding as inside one.
+            np.testing.assert_array_equal(rng.uniform(key, shape, jnp.float32, *bounds), expected)
     # Other dtypes are JAX's own.
     np.testing.assert_array_equal(
         rng.uniform(KEYS[0], (3,), jnp.float16), jax.random.uniform(KEYS[0], (3,), jnp.float16)
