@@ -24,6 +24,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.envs.spaces import Space
 
 TEnvState = TypeVar("TEnvState")
@@ -142,7 +143,7 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         """``num_envs`` independent episodes: :meth:`reset` over ``num_envs`` keys split from
         ``key``. Every leaf of the state and the time step gains a leading axis of that size."""
         params = self.default_params if params is None else params
-        return jax.vmap(self.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+        return jax.vmap(self.reset, in_axes=(0, None))(rng.split(key, num_envs), params)
 
     def step_batch(
         self,
@@ -169,7 +170,7 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         # so that dynamics which ignore their key, and steps on which no episode ends, draw no
         # random numbers at all (XLA drops the unused derivations as dead code).
         env_state, obs, reward, terminated = jax.vmap(self.step_env, in_axes=(0, 0, 0, None))(
-            _split_keys(jax.random.split(key)[0], num_envs), state.env, action, params
+            _split_keys(rng.split(key)[0], num_envs), state.env, action, params
         )
         time = state.time + 1
         truncated = time >= params.max_steps
@@ -322,12 +323,12 @@ def _reset_keys(key: jax.Array, num: int) -> jax.Array:
     counters, where splitting ``split(key)[1]`` again would take two hashes in a row (each a
     loop of kernels XLA:CPU compiles, in a branch that runs only on the steps that end an
     episode). The first is ``split(key)[1]``, the key :meth:`Environment.step` resets from."""
-    return jax.random.split(key, num + 1)[1:]
+    return rng.split(key, num + 1)[1:]
 
 
 def _split_keys(key: jax.Array, num: int) -> jax.Array:
     """``num`` keys from ``key``; a batch of one uses ``key`` itself rather than hashing again."""
-    return key[None] if num == 1 else jax.random.split(key, num)
+    return key[None] if num == 1 else rng.split(key, num)
 
 
 def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:

@@ -10,10 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg import rng
+
 
 def categorical_sample(key: jax.Array, logits: jax.Array) -> jax.Array:
     """Sample ``a ~ softmax(logits)`` along the last axis; shape ``logits.shape[:-1]``, int32."""
-    return jax.random.categorical(key, logits).astype(jnp.int32)
+    return rng.categorical(key, logits).astype(jnp.int32)
 
 
 def categorical_log_prob(logits: jax.Array, actions: jax.Array) -> jax.Array:

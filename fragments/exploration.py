@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
@@ -51,9 +52,9 @@ def greedy_policy(q_values: Callable[[Any, jax.Array], jax.Array]) -> Callable:
 def random_actions(key: jax.Array, space: Space, batch: int) -> jax.Array:
     """``batch`` actions drawn uniformly from ``space`` (a bounded Box or Discrete)."""
     if isinstance(space, Discrete):
-        return jax.random.randint(key, (batch,), 0, space.n, dtype=jnp.int32)
+        return rng.randint(key, (batch,), 0, int(space.n))
     low, high = box_bounds(space)
-    return jax.random.uniform(key, (batch, *space.shape), space.dtype, low, high)
+    return rng.uniform(key, (batch, *space.shape), space.dtype, low, high)
 
 
 def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
@@ -61,11 +62,11 @@ def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> j
 
     ``q_values``: ``[B, A]``; returns int32 ``[B]``.
     """
-    k_explore, k_action = jax.random.split(key)
+    k_explore, k_action = rng.split(key)
     batch, num_actions = q_values.shape
     greedy = jnp.argmax(q_values, axis=-1).astype(jnp.int32)
-    uniform = jax.random.randint(k_action, (batch,), 0, num_actions, dtype=jnp.int32)
-    return jnp.where(jax.random.uniform(k_explore, (batch,)) < epsilon, uniform, greedy)
+    uniform = rng.randint(k_action, (batch,), 0, num_actions)
+    return jnp.where(rng.uniform(k_explore, (batch,)) < epsilon, uniform, greedy)
 
 
 def box_bounds(space: Box) -> tuple[jax.Array, jax.Array]:

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 
@@ -60,7 +61,7 @@ class Acrobot(Environment[AcrobotState, AcrobotParams]):
         return AcrobotParams()
 
     def reset_env(self, key: jax.Array, params: AcrobotParams) -> tuple[AcrobotState, jax.Array]:
-        values = jax.random.uniform(key, (4,), jnp.float32, -0.1, 0.1)
+        values = rng.uniform(key, (4,), jnp.float32, -0.1, 0.1)
         state = AcrobotState(*values)
         return state, _observation(state)
 
@@ -76,7 +77,7 @@ class Acrobot(Environment[AcrobotState, AcrobotParams]):
         # and drawing is most of the cost of a step. A traced (swept) noise level is always drawn.
         noise = p.torque_noise_max
         if not (isinstance(noise, int | float) and noise == 0):
-            torque = torque + jax.random.uniform(key, (), jnp.float32, -noise, noise)
+            torque = torque + rng.uniform(key, (), jnp.float32, -noise, noise)
 
         s = jnp.stack(state).astype(jnp.float32)
         # gymnasium's rk4 over the time grid [0, dt]: exactly one classical RK4 step.

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 
@@ -50,7 +51,7 @@ class CartPole(Environment[CartPoleState, CartPoleParams]):
         return CartPoleParams()
 
     def reset_env(self, key: jax.Array, params: CartPoleParams) -> tuple[CartPoleState, jax.Array]:
-        values = jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05)
+        values = rng.uniform(key, (4,), jnp.float32, -0.05, 0.05)
         state = CartPoleState(*values)
         return state, _observation(state)
 

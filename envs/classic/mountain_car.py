@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 
@@ -138,7 +139,7 @@ class MountainCarContinuous(Environment[MountainCarState, MountainCarContinuousP
 
 def _reset(key: jax.Array) -> tuple[MountainCarState, jax.Array]:
     """Position ~ U(-0.6, -0.4) near the valley floor (at -π/6), at rest."""
-    position = jax.random.uniform(key, (), jnp.float32, -0.6, -0.4)
+    position = rng.uniform(key, (), jnp.float32, -0.6, -0.4)
     state = MountainCarState(position, jnp.zeros((), jnp.float32))
     return state, _observation(state)
 

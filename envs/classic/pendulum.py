@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box
 
@@ -54,7 +55,7 @@ class Pendulum(Environment[PendulumState, PendulumParams]):
 
     def reset_env(self, key: jax.Array, params: PendulumParams) -> tuple[PendulumState, jax.Array]:
         high = jnp.array([math.pi, 1.0], jnp.float32)
-        theta, theta_dot = jax.random.uniform(key, (2,), jnp.float32, -high, high)
+        theta, theta_dot = rng.uniform(key, (2,), jnp.float32, -high, high)
         state = PendulumState(theta, theta_dot)
         return state, _observation(state)
 

@@ -42,8 +42,8 @@ per backend when it is lowered (``jax.lax.platform_dependent``):
   scatter per level, with the workspace resolving duplicate indices. A loop there would launch
   kernels for every element.
 
-Random bits come from :func:`random_bits`: the bits of ``jax.random.bits``, computed without the
-rolled loop JAX lowers threefry to on CPU.
+Random bits come from :func:`jaxrl_fdg.rng.random_bits`: the bits of ``jax.random.bits``,
+computed without the rolled loop JAX lowers threefry to on CPU.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxrl_fdg.fragments.replay.random_bits import random_bits, unit_floats
+from jaxrl_fdg.rng import random_bits, unit_floats
 
 __all__ = [
     "SumTree",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.core.cadence import Every, Iteration, Rounds
 from jaxrl_fdg.core.fragment import call
 from jaxrl_fdg.core.graph import METRICS, Call, Node
@@ -71,7 +72,7 @@ class Learn:
         edges written)``."""
         states, written, outputs = dict(states), dict(self.carried), {}
         if keys is None:
-            split = [key] if len(calls) == 1 else list(jax.random.split(key, len(calls)))
+            split = [key] if len(calls) == 1 else list(rng.split(key, len(calls)))
             keys = dict(zip(calls, split, strict=True)).__getitem__
         for c in calls:
             frag = self.loop.fragment(c.fragment)
@@ -90,17 +91,15 @@ class Learn:
         outer = self.states
 
         def one_round(carry: dict, key: jax.Array):
-            k_methods, k_apply = jax.random.split(key)
-            split = (
-                [k_apply] if len(applies) == 1 else list(jax.random.split(k_apply, len(applies)))
-            )
+            k_methods, k_apply = rng.split(key)
+            split = [k_apply] if len(applies) == 1 else list(rng.split(k_apply, len(applies)))
             own = dict(zip(applies, split, strict=True))
             states, outputs, _ = self.calls(
                 node.calls, {**outer, **carry}, key, lambda c: own.get(c, k_methods)
             )
             return {n: states[n] for n in members}, _metrics(outputs, self.loop.learner.name)
 
-        keys = jax.random.split(key, cadence.count)
+        keys = rng.split(key, cadence.count)
         round_states = {n: outer[n] for n in members}
         names = sorted(jax.eval_shape(one_round, round_states, keys[0])[1])
 

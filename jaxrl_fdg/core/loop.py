@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.core.algorithm import Algorithm
 from jaxrl_fdg.core.fragment import Fragment, Role, call, published
 from jaxrl_fdg.core.graph import ENV_STEPS, ITERATION_EDGE, TRAJECTORY, Graph
@@ -121,7 +122,7 @@ class Loop:
     # -- state -------------------------------------------------------------------------------
 
     def init(self, key: jax.Array) -> LoopState:
-        key, *keys = jax.random.split(key, 1 + len(self.fragments))
+        key, *keys = rng.split(key, 1 + len(self.fragments))
         states = {f.name: f.init(k) for f, k in zip(self.fragments, keys, strict=True)}
         return LoopState(states, key, jnp.zeros((), jnp.int32))
 
@@ -132,7 +133,7 @@ class Loop:
 
     def begin(self, state: LoopState) -> tuple[LoopState, jax.Array, jax.Array]:
         """Split the iteration's keys: ``(state with next key, rollout key, learn key)``."""
-        key, k_rollout, k_learn = jax.random.split(state.key, 3)
+        key, k_rollout, k_learn = rng.split(state.key, 3)
         return state._replace(key=key), k_rollout, k_learn
 
     def fixed_edges(self, states: dict) -> dict[str, Any]:
@@ -180,7 +181,7 @@ class Loop:
         n = len(self.schedule.rollout.calls)
 
         def first(state: Any, inputs: dict, key: jax.Array):
-            key, *keys = jax.random.split(key, 1 + n)
+            key, *keys = rng.split(key, 1 + n)
             state, outputs = run(state, inputs, keys[0])
             return state, outputs, tuple(keys[1:]), key
 
@@ -299,7 +300,7 @@ class Loop:
             all(self._by_name[n].role is Role.EVALUATOR for n in x.fragments) for x in nodes
         ]
         trains = observes.count(False)
-        split = iter([key] if trains == 1 else list(jax.random.split(key, trains)))
+        split = iter([key] if trains == 1 else list(rng.split(key, trains)))
         return [
             jax.random.fold_in(key, _OBSERVERS + i) if observer else next(split)
             for i, observer in enumerate(observes)

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg import rng
 from jaxrl_fdg.core.algorithm import Algorithm
 from jaxrl_fdg.core.fragment import Fragment, published
 from jaxrl_fdg.core.loop import Loop, RolloutCarry
@@ -55,7 +56,7 @@ class HalvedLoop(Loop):
 
     def init(self, key: jax.Array) -> LoopState:
         """As :meth:`Loop.init`, the env's key split once more: one per half."""
-        key, *keys = jax.random.split(key, 1 + len(self.fragments))
+        key, *keys = rng.split(key, 1 + len(self.fragments))
         states = {}
         for frag, k in zip(self.fragments, keys, strict=True):
             if frag is self.env_frag:
@@ -106,7 +107,7 @@ class HalvedLoop(Loop):
 
 
 def _split(key: jax.Array) -> tuple[jax.Array, ...]:
-    return tuple(jax.random.split(key, HALVES))
+    return tuple(rng.split(key, HALVES))
 
 
 def simulator_handles(loop: Loop, state: LoopState) -> list[int]:

@@ -250,21 +250,3 @@ def test_cpu_update_loops_compile_to_single_kernels(arity, capacity, copies):
     loops = len(re.findall(r" while\(", hlo))
     compiled = len(re.findall(r"xla_cpu_small_call", hlo))
     assert loops >= 1 and compiled == loops, (loops, compiled)
-
-
-@pytest.mark.parametrize("shape", [(1,), (7, 256), (3, 5, 2)])
-def test_random_bits_are_jax_random_bits(shape):
-    for key in (jax.random.key(0), jax.random.key(12345), jax.random.PRNGKey(7)):
-        np.testing.assert_array_equal(
-            jax.jit(sum_tree.random_bits, static_argnums=1)(key, shape),
-            jax.random.bits(key, shape, jnp.uint32),
-        )
-    keys = jax.random.split(jax.random.key(1), 4)
-    np.testing.assert_array_equal(
-        jax.vmap(lambda k: sum_tree.random_bits(k, shape))(keys),
-        jax.vmap(lambda k: jax.random.bits(k, shape, jnp.uint32))(keys),
-    )
-    other = jax.random.key(0, impl="rbg")  # not threefry: jax.random.bits itself
-    np.testing.assert_array_equal(
-        sum_tree.random_bits(other, shape), jax.random.bits(other, shape, jnp.uint32)
-    )
