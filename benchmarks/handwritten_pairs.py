@@ -16,8 +16,16 @@ persistent cache, as the baselines). Our config is set to the baseline's:
   twin critics, α learned from 1).
 
 Our side is ``jaxrl_fdg.train`` as a user calls it: its run seconds include the host boundaries
-where metrics are read back. Both sides compute the same math from different random-key streams,
-so final returns agree in distribution, not bit for bit.
+where metrics are read back.
+
+Each family is also timed in its steady state, the phase that dominates a run: past a short
+warm-up (DQN and SAC: ``learning_starts`` of 200 and 300 env steps, so every iteration updates),
+the same compiled chunk of iterations run ``--steady-runs`` times per side from the same state,
+the sides alternating, µs per iteration (ours: ``Plan.advance`` of the ``scan`` mode, no host
+boundary inside the chunk; the baseline: its whole ``lax.scan``).
+
+Both sides compute the same math from different random-key streams, so final returns agree in
+distribution, not bit for bit.
 
     python benchmarks/handwritten_pairs.py                # writes results/handwritten_pairs.json
     python benchmarks/handwritten_pairs.py --families ppo --pairs 9
@@ -29,6 +37,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -38,8 +47,10 @@ import cli_args  # noqa: E402
 import handwritten_dqn  # noqa: E402
 import handwritten_ppo  # noqa: E402
 import handwritten_sac  # noqa: E402
+import jax  # noqa: E402
 
 import jaxrl_fdg as rl  # noqa: E402
+from jaxrl_fdg.config import resolve  # noqa: E402
 from jaxrl_fdg.profiling import write_report  # noqa: E402
 
 FAMILIES = {
@@ -82,6 +93,70 @@ FAMILIES = {
     ),
 }
 KEYS = ("compile_s", "run_s", "env_steps", "steps_per_s", "final_return")
+# Steady state: iterations per timed chunk, warm-up iterations before it, the baseline's program
+# for ``iterations`` iterations, and the warm-up in env steps (off-policy: updates from then on).
+STEADY = {
+    "ppo": dict(iterations=100, warm=1, learning_starts=None),
+    "dqn": dict(iterations=8_000, warm=100, learning_starts=200),
+    "sac": dict(iterations=1_000, warm=400, learning_starts=300),
+}
+
+
+def steady_state(family: str, runs: int, seed: int) -> dict:
+    """µs per iteration of ours and the baseline past the warm-up, ``runs`` alternating runs."""
+    setting = STEADY[family]
+    n, starts = setting["iterations"], setting["learning_starts"]
+    config = dict(FAMILIES[family]["config"])
+    per_iteration = config["num_envs"] * config["rollout_len"]
+    if starts is not None:
+        config["hparams"] = {**config["hparams"], "learning_starts": starts}
+    config = rl.TrainConfig(
+        **config,
+        fusion="scan",
+        total_steps=(n + setting["warm"]) * per_iteration * 4,
+        seed=seed,
+        out=None,
+        progress=False,
+        compile_cache=False,
+    )
+    plan = rl.make_plan("scan", rl.build_loop(resolve(config)), chunk=n)
+    state = plan.start(jax.random.key(seed))
+    state, pending = plan.advance(state, setting["warm"])
+    plan.collect(pending)
+
+    def ours() -> None:
+        new, pending = plan.advance(state, n)
+        plan.collect(pending)
+        jax.block_until_ready(new)
+
+    baseline = FAMILIES[family]["baseline"].__module__
+    module = sys.modules[baseline]
+    kwargs = {} if starts is None else {"learning_starts": starts}
+    train = module.make_train(total_steps=n * per_iteration, **kwargs)
+    key = jax.random.key(seed)
+    compiled = jax.jit(train).lower(key).compile()
+
+    def handwritten() -> None:
+        jax.block_until_ready(compiled(key))
+
+    ours()
+    handwritten()  # both sides run once before timing
+    times: dict[str, list[float]] = {"handwritten": [], "scan": []}
+    for i in range(runs):
+        order = (("scan", ours), ("handwritten", handwritten))
+        for side, run in order if i % 2 == 0 else order[::-1]:
+            start = time.perf_counter()
+            run()
+            times[side].append(1e6 * (time.perf_counter() - start) / n)
+    medians = {side: statistics.median(t) for side, t in times.items()}
+    return {
+        "iterations": n,
+        "learning_starts": starts,
+        "us_per_iteration": medians,
+        "us_per_iteration_all": times,
+        # Rates, as the pairs: above 1, ours is faster.
+        "scan_vs_handwritten": medians["handwritten"] / medians["scan"],
+    }
 
 
 def run_ours(family: str, total_steps: int, seed: int) -> dict:
@@ -109,7 +184,7 @@ def median_of(runs: list[dict]) -> dict:
     return out
 
 
-def measure(family: str, total_steps: int, seed: int, pairs: int) -> dict:
+def measure(family: str, total_steps: int, seed: int, pairs: int, steady_runs: int) -> dict:
     baseline = FAMILIES[family]["baseline"]
     sides: dict[str, list[dict]] = {"handwritten": [], "scan": []}
     for i in range(pairs):
@@ -128,6 +203,7 @@ def measure(family: str, total_steps: int, seed: int, pairs: int) -> dict:
         for h, s in zip(sides["handwritten"], sides["scan"], strict=True)
     ]
     return {
+        "steady_state": steady_state(family, steady_runs, seed),
         **{side: median_of(runs) for side, runs in sides.items()},
         "scan_vs_handwritten": {
             "median": statistics.median(ratios),
@@ -145,20 +221,25 @@ def main() -> None:
     parser.add_argument("--sac-steps", type=int, default=15_000)
     parser.add_argument("--families", default="ppo,dqn,sac", help="comma-separated: ppo, dqn, sac")
     parser.add_argument("--pairs", type=int, default=5, help="pairs of runs (median of ratios)")
+    parser.add_argument(
+        "--steady-runs", type=int, default=6, help="alternating runs per side in steady state"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--out", default=str(Path(__file__).parent / "results" / "handwritten_pairs.json")
     )
     args = parser.parse_args()
     families = cli_args.comma_list(parser, "--families", args.families, FAMILIES)
-    if args.pairs < 1:
-        parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    if args.pairs < 1 or args.steady_runs < 1:
+        parser.error(
+            f"--pairs and --steady-runs must be at least 1, got {args.pairs}, {args.steady_runs}"
+        )
     steps = {"ppo": args.ppo_steps, "dqn": args.dqn_steps, "sac": args.sac_steps}
     if min(steps.values()) < 1:
         parser.error(f"--ppo-steps, --dqn-steps and --sac-steps must be ≥ 1, got {steps}")
 
     load_before = os.getloadavg()
-    results = {f: measure(f, steps[f], args.seed, args.pairs) for f in families}
+    results = {f: measure(f, steps[f], args.seed, args.pairs, args.steady_runs) for f in families}
     load_after = os.getloadavg()
     ratios = {
         f"{f}_scan_vs_handwritten": results[f]["scan_vs_handwritten"]["median"] for f in families
@@ -166,7 +247,7 @@ def main() -> None:
     config = {
         f: {**FAMILIES[f]["config"], "total_steps": steps[f], "fusion": "scan"} for f in families
     }
-    config.update(seed=args.seed, pairs=args.pairs)
+    config.update(seed=args.seed, pairs=args.pairs, steady_runs=args.steady_runs, steady=STEADY)
     write_report(
         args.out,
         "handwritten_pairs",

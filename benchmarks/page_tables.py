@@ -497,6 +497,7 @@ def handwritten_pairs(r: dict[str, dict]) -> str:
     rows = []
     for algo, x in report["results"].items():
         pairs = x["scan_vs_handwritten"]
+        steady = x.get("steady_state")
         for impl in ("handwritten", "scan"):
             y = x[impl]
             ratio = (
@@ -504,6 +505,10 @@ def handwritten_pairs(r: dict[str, dict]) -> str:
                 if impl == "scan"
                 else ""
             )
+            steady_us = f"{steady['us_per_iteration'][impl]:,.1f}" if steady else "—"
+            steady_ratio = ""
+            if steady and impl == "scan":
+                steady_ratio = f"{steady['scan_vs_handwritten']:.3f}"
             rows.append(
                 [
                     f"`{algo}`",
@@ -513,15 +518,26 @@ def handwritten_pairs(r: dict[str, dict]) -> str:
                     _s(y["compile_s"]),
                     f"{y['final_return']:.1f}",
                     ratio,
+                    steady_us,
+                    steady_ratio,
                 ]
             )
     header = ["algo", "implementation", "env steps", "env-steps/s (median)", "compile s"]
     header += ["final return", "scan / handwritten, median of pairs [range]"]
+    header += ["steady state µs / iteration", "steady state scan / handwritten"]
+    runs = report["config"].get("steady_runs")
+    steady_note = (
+        f" The steady state is the median of {runs} alternating runs per side of one compiled"
+        " chunk past a short warm-up (every DQN and SAC iteration updates), no host boundary"
+        " inside; its ratio is of rates."
+        if runs
+        else ""
+    )
     return (
         _table(header, rows)
         + f"\n\n{report['config']['pairs']} pairs per algorithm, the order alternating from pair"
         " to pair; above 1, `scan` is faster. Both sides compile in every run (compile seconds"
-        " are the first run's)."
+        " are the first run's)." + steady_note
     )
 
 
