@@ -22,7 +22,8 @@ Each family is also timed in its steady state, the phase that dominates a run: p
 warm-up (DQN and SAC: ``learning_starts`` of 200 and 300 env steps, so every iteration updates),
 the same compiled chunk of iterations run ``--steady-runs`` times per side from the same state,
 the sides alternating, µs per iteration (ours: ``Plan.advance`` of the ``scan`` mode, no host
-boundary inside the chunk; the baseline: its whole ``lax.scan``).
+boundary inside the chunk; the baseline, whose ``lax.scan`` starts at iteration 0: its program for
+the warm-up and the chunk, less its program for the warm-up alone).
 
 Both sides compute the same math from different random-key streams, so final returns agree in
 distribution, not bit for bit.
@@ -93,8 +94,8 @@ FAMILIES = {
     ),
 }
 KEYS = ("compile_s", "run_s", "env_steps", "steps_per_s", "final_return")
-# Steady state: iterations per timed chunk, warm-up iterations before it, the baseline's program
-# for ``iterations`` iterations, and the warm-up in env steps (off-policy: updates from then on).
+# Steady state: iterations per timed chunk, warm-up iterations before it, and ``learning_starts``
+# in env steps (off-policy: every iteration past the warm-up updates).
 STEADY = {
     "ppo": dict(iterations=100, warm=1, learning_starts=None),
     "dqn": dict(iterations=8_000, warm=100, learning_starts=200),
@@ -103,7 +104,8 @@ STEADY = {
 
 
 def steady_state(family: str, runs: int, seed: int) -> dict:
-    """µs per iteration of ours and the baseline past the warm-up, ``runs`` alternating runs."""
+    """µs per iteration of ours and the baseline past the warm-up, medians of ``runs`` alternating
+    runs."""
     setting = STEADY[family]
     n, starts = setting["iterations"], setting["learning_starts"]
     config = dict(FAMILIES[family]["config"])
@@ -129,31 +131,45 @@ def steady_state(family: str, runs: int, seed: int) -> dict:
         plan.collect(pending)
         jax.block_until_ready(new)
 
-    baseline = FAMILIES[family]["baseline"].__module__
-    module = sys.modules[baseline]
+    # The baseline's scan starts at iteration 0, so its steady state is a difference: the first
+    # ``warm + n`` iterations less the first ``warm`` (the same iterations ours skips), of one key.
+    module = sys.modules[FAMILIES[family]["baseline"].__module__]
     kwargs = {} if starts is None else {"learning_starts": starts}
-    train = module.make_train(total_steps=n * per_iteration, **kwargs)
     key = jax.random.key(seed)
-    compiled = jax.jit(train).lower(key).compile()
+    programs = {
+        length: jax.jit(module.make_train(total_steps=length * per_iteration, **kwargs))
+        .lower(key)
+        .compile()
+        for length in (setting["warm"], setting["warm"] + n)
+    }
 
-    def handwritten() -> None:
-        jax.block_until_ready(compiled(key))
+    def handwritten(length: int):
+        return lambda: jax.block_until_ready(programs[length](key))
 
-    ours()
-    handwritten()  # both sides run once before timing
-    times: dict[str, list[float]] = {"handwritten": [], "scan": []}
+    sides = {
+        "scan": ours,
+        "handwritten": handwritten(setting["warm"] + n),
+        "handwritten_warm_up": handwritten(setting["warm"]),
+    }
+    for run in sides.values():  # every program runs once before timing
+        run()
+    seconds: dict[str, list[float]] = {side: [] for side in sides}
     for i in range(runs):
-        order = (("scan", ours), ("handwritten", handwritten))
-        for side, run in order if i % 2 == 0 else order[::-1]:
+        for side in list(sides) if i % 2 == 0 else list(sides)[::-1]:
             start = time.perf_counter()
-            run()
-            times[side].append(1e6 * (time.perf_counter() - start) / n)
-    medians = {side: statistics.median(t) for side, t in times.items()}
+            sides[side]()
+            seconds[side].append(time.perf_counter() - start)
+    median = {side: statistics.median(t) for side, t in seconds.items()}
+    medians = {
+        "handwritten": 1e6 * (median["handwritten"] - median["handwritten_warm_up"]) / n,
+        "scan": 1e6 * median["scan"] / n,
+    }
     return {
         "iterations": n,
+        "warm_up_iterations": setting["warm"],
         "learning_starts": starts,
         "us_per_iteration": medians,
-        "us_per_iteration_all": times,
+        "seconds_all": seconds,
         # Rates, as the pairs: above 1, ours is faster.
         "scan_vs_handwritten": medians["handwritten"] / medians["scan"],
     }

@@ -529,7 +529,8 @@ def handwritten_pairs(r: dict[str, dict]) -> str:
     steady_note = (
         f" The steady state is the median of {runs} alternating runs per side of one compiled"
         " chunk past a short warm-up (every DQN and SAC iteration updates), no host boundary"
-        " inside; its ratio is of rates."
+        " inside; the hand-written side, whose scan starts at iteration 0, is its program for the"
+        " warm-up and the chunk less its program for the warm-up alone. Its ratio is of rates."
         if runs
         else ""
     )
