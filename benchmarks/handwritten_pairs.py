@@ -159,19 +159,19 @@ def steady_state(family: str, runs: int, seed: int) -> dict:
             start = time.perf_counter()
             sides[side]()
             seconds[side].append(time.perf_counter() - start)
-    median = {side: statistics.median(t) for side, t in seconds.items()}
-    medians = {
-        "handwritten": 1e6 * (median["handwritten"] - median["handwritten_warm_up"]) / n,
-        "scan": 1e6 * median["scan"] / n,
+    median_s = {side: statistics.median(t) for side, t in seconds.items()}
+    us = {
+        "handwritten": 1e6 * (median_s["handwritten"] - median_s["handwritten_warm_up"]) / n,
+        "scan": 1e6 * median_s["scan"] / n,
     }
     return {
         "iterations": n,
         "warm_up_iterations": setting["warm"],
         "learning_starts": starts,
-        "us_per_iteration": medians,
+        "us_per_iteration": us,
         "seconds_all": seconds,
         # Rates, as the pairs: above 1, ours is faster.
-        "scan_vs_handwritten": medians["handwritten"] / medians["scan"],
+        "scan_vs_handwritten": us["handwritten"] / us["scan"],
     }
 
 
