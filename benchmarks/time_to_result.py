@@ -1,7 +1,7 @@
 """Wall seconds from launch to a return: each default algorithm against Stable-Baselines3, sbx and
 our hand-written programs, every run a fresh process, compile and start-up included.
 
-    python benchmarks/time_to_result.py                       # 3 tasks × 4 tools × 3 seeds
+    python benchmarks/time_to_result.py                       # 3 tasks × 6 tools × 3 seeds
     python benchmarks/time_to_result.py --tasks cartpole --tools jaxrl-fdg,sb3 --seeds 1
     python benchmarks/time_to_result.py --tools sb3,sbx --setup-only   # make the venvs only
 
@@ -46,6 +46,13 @@ the same span hold about as many episodes for every tool.
   return was reached. ``start_s``: launch until the training loop started (the first row's time
   less its own ``wall_s``), which holds the compile; ``compile_s`` only where the run ended on
   its own (``summary.json``).
+* ``jaxrl-fdg-tuned``: the same command with ``--config`` the task's file in
+  ``examples/configs/`` (``ppo-cartpole.toml``, ``sac-pendulum.toml``; MinAtar has none) and
+  ``--log-every`` set so that its rows span the same window (:func:`tuned_log_every`), the
+  rl-zoo3 baselines' counterpart: settings chosen for the task.
+* ``jaxrl-fdg-tuned-warm``: the tuned command again, its compilation cache filled by one run of
+  the same command that was stopped at its first row. The persistent cache is on by default, so
+  this is what every run of a configuration after its first meets (another seed included).
 * ``handwritten``: ``benchmarks/handwritten_ppo.py`` (CartPole) and ``handwritten_sac.py``
   (Pendulum), one ``lax.scan`` over the whole run at our defaults' sizes (:data:`HANDWRITTEN`);
   none for MinAtar ("—"). Each runs in a fresh process (this script with ``--_handwritten``)
@@ -72,11 +79,13 @@ the same span hold about as many episodes for every tool.
 **Results.** Per task and tool: each seed's seconds, env steps at the threshold, ``start_s``
 and how far a run got (``progress``); the median over seeds, a missed run counted as beyond the
 budget (a median that falls on one is ``None``, with ``lower_bound_s`` the budget); and the
-ratios ``sb3 / jaxrl-fdg`` and ``sbx / jaxrl-fdg`` of the medians (``lower_bound`` where the
-baseline's median is the budget). The goal (issue 35): at least 10× against SB3 and 3× against
-sbx. The plot (``results/time_to_result.png``): one panel per task, a bar for each tool's
-median and a point for each seed (a missed run a hollow triangle at the budget), log seconds,
-the budget as a dashed line.
+ratios ``sb3 / jaxrl-fdg`` and ``sbx / jaxrl-fdg`` of the medians, and the same against each
+of ours (``lower_bound`` where the baseline's median is the budget); the ceilings, each
+baseline's median over the median of our ``start_s``: the ratio ours could reach at most if it
+took no time to the threshold once started. The goal (issue 35): at least 10× against SB3
+and 3× against sbx. The plot (``results/time_to_result.png``): one panel per task, a bar for
+each tool's median and a point for each seed (a missed run a hollow triangle at the budget), log
+seconds, the budget as a dashed line.
 """
 
 from __future__ import annotations
@@ -106,7 +115,9 @@ VENVS = Path.home() / ".cache" / "jaxrl_fdg" / "ttr-venvs"
 CHILD = ROOT / "benchmarks" / "time_to_result_sb3.py"
 POLL_S = 0.05
 GOALS = {"sb3": 10.0, "sbx": 3.0}  # issue 35: at least this many times slower than ours
-TOOLS = ("jaxrl-fdg", "handwritten", "sbx", "sb3")
+# Ours: its defaults, the task's tuned config file, and that file again on a filled cache.
+OURS = ("jaxrl-fdg", "jaxrl-fdg-tuned", "jaxrl-fdg-tuned-warm")
+TOOLS = (*OURS, "handwritten", "sbx", "sb3")
 
 # Each baseline's own environment; torch comes first, from the CPU wheels if they can be had.
 TORCH = "torch==2.13.0"
@@ -133,6 +144,7 @@ class Task(NamedTuple):
     handwritten: str | None  # benchmarks/handwritten_<name>.py, if there is one
     ours: str  # our settings, in words
     baseline: str  # what SB3 and sbx train (benchmarks/time_to_result_sb3.py), in words
+    tuned: str | None  # our config file tuned for the task, from the repository's root
 
 
 TASKS = {
@@ -143,6 +155,7 @@ TASKS = {
         "ppo",
         "`--algo ppo`, its defaults",
         "PPO, rl-zoo3's tuned CartPole-v1 (100k env steps)",
+        "examples/configs/ppo-cartpole.toml",
     ),
     "pendulum": Task(
         "Pendulum-v1",
@@ -151,6 +164,7 @@ TASKS = {
         "sac",
         "`--algo sac`, its defaults",
         "SAC, rl-zoo3's tuned Pendulum-v1 (20k env steps)",
+        "examples/configs/sac-pendulum.toml",
     ),
     "minatar": Task(
         "gymnax/Breakout-MinAtar",
@@ -159,7 +173,15 @@ TASKS = {
         None,
         "PPO, PureJaxRL's MinAtar settings, a 64-64 MLP on the flat board",
         "PPO, PureJaxRL's MinAtar settings, an MLP on the flat board",
+        None,
     ),
+}
+
+# The plot's names for ours.
+LABELS = {
+    "jaxrl-fdg": "jaxrl-fdg\ndefaults",
+    "jaxrl-fdg-tuned": "jaxrl-fdg\ntuned",
+    "jaxrl-fdg-tuned-warm": "tuned,\nwarm cache",
 }
 
 # What each figure in the results means (written into them).
@@ -175,8 +197,13 @@ DEFINITIONS = {
     "(compile included); handwritten, until its compile ended; sb3/sbx, until learn() began",
     "median_s": "over seeds, a missed run counted as beyond the budget; None with lower_bound_s "
     "where the median falls on a missed run",
-    "ratios": "baseline median / our median; lower_bound true where the baseline's median is "
-    "the budget (it missed)",
+    "ratios": "baseline median / our median, for each of ours; lower_bound true where the "
+    "baseline's median is the budget (it missed)",
+    "ceilings": "baseline median / the median of our start_s: the ratio ours would reach if "
+    "training to the threshold took no time once started",
+    "warm": "jaxrl-fdg-tuned-warm: the tuned run again on a compilation cache that one run of "
+    "the same command filled (stopped at its first row), as every run after a configuration's "
+    "first finds it",
 }
 
 # The hand-written programs at our defaults' sizes: make_train's keywords, env steps per iteration.
@@ -347,9 +374,11 @@ def _environ(cache: Path | None = None) -> dict:
 # ---------------------------------------------------------------- the tools
 
 
-def run_ours(task: str, seed: int, budget_s: float) -> dict:
-    """``jaxrl-fdg train`` in a fresh process with an empty compilation cache, until a row of its
-    ``metrics.jsonl`` reaches the threshold."""
+def run_ours(task: str, seed: int, budget_s: float, tool: str = "jaxrl-fdg") -> dict:
+    """``jaxrl-fdg train`` in a fresh process, until a row of its ``metrics.jsonl`` reaches the
+    threshold: with the task's defaults (``tool`` ``jaxrl-fdg``) or its tuned config file, its
+    rows spanning the defaults' window; the compilation cache empty, or (``…-warm``) filled by
+    one run of the same command stopped at its first row."""
     t = TASKS[task]
     with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as cache:
         out = Path(out)
@@ -358,7 +387,23 @@ def run_ours(task: str, seed: int, budget_s: float) -> dict:
             config = out / "minatar.json"
             config.write_text(json.dumps(our_settings(task)))
             command += ["--config", str(config)]
-        command += ["--out", str(out), "--run-name", "run", "--no-progress", "--seed", str(seed)]
+        if tool != "jaxrl-fdg":
+            command += ["--config", str(ROOT / t.tuned), "--log-every", str(tuned_log_every(task))]
+        command += ["--out", str(out), "--no-progress", "--seed", str(seed), "--run-name"]
+        if tool.endswith("-warm"):
+            prime = Tail(out / "prime" / "metrics.jsonl")
+
+            def first_row(elapsed: float) -> list[str] | None:
+                return prime.lines() or None
+
+            watch(
+                command + ["prime"],
+                cwd=out,
+                env=_environ(Path(cache)),
+                budget_s=budget_s,
+                check=first_row,
+            )
+        command.append("run")
         tail, rows, seen = Tail(out / "run" / "metrics.jsonl"), [], {}
 
         def check(elapsed: float) -> dict | None:
@@ -395,6 +440,19 @@ def our_settings(task: str) -> dict[str, Any]:
     # the baselines' network: a 64-64 MLP on the flat board (SB3's image network needs larger
     # frames), so that the rows compare the tools rather than the networks
     return {"algo": "ppo", **settings, "hparams": {**settings["hparams"], "torso": "mlp"}}
+
+
+def tuned_log_every(task: str) -> int:
+    """``--log-every`` for the task's tuned config file: its rows span :func:`window_steps`."""
+    import jaxrl_fdg as rl
+    from jaxrl_fdg.config import files
+
+    path = ROOT / TASKS[task].tuned
+    config = rl.resolve(files.from_mapping(files.load(path), str(path))).config
+    every, rest = divmod(window_steps(task), config.steps_per_iteration)
+    if rest:
+        raise ValueError(f"{path}: its iterations do not divide the window of {task}")
+    return every
 
 
 def window_steps(task: str) -> int:
@@ -571,8 +629,12 @@ def measure(task: str, tool: str, seeds: int, budget_s: float, venvs: dict) -> d
     t = TASKS[task]
     if tool == "handwritten" and t.handwritten is None:
         return {"skipped": "no hand-written program for this task"}
+    if tool in OURS[1:] and t.tuned is None:
+        return {"skipped": "no tuned config file for this task"}
     settings = {
         "jaxrl-fdg": t.ours,
+        "jaxrl-fdg-tuned": f"`--config {t.tuned}`",
+        "jaxrl-fdg-tuned-warm": f"`--config {t.tuned}`, a second run (warm compilation cache)",
         "handwritten": f"one `lax.scan`, `benchmarks/handwritten_{t.handwritten}.py`",
     }.get(tool, t.baseline)
     if tool in BASELINES:
@@ -582,15 +644,15 @@ def measure(task: str, tool: str, seeds: int, budget_s: float, venvs: dict) -> d
     window = window_steps(task)
     runs = []
     for seed in range(seeds):
-        if tool == "jaxrl-fdg":
-            run = run_ours(task, seed, budget_s)
+        if tool in OURS:
+            run = run_ours(task, seed, budget_s, tool)
         elif tool == "handwritten":
             run = run_handwritten(task, seed, budget_s, window)
         else:
             run = run_baseline(tool, task, seed, budget_s, python, window)
         seconds = "—" if run["seconds"] is None else f"{run['seconds']:.1f} s"
         print(
-            f"{task:<9} {tool:<12} seed {seed}: {seconds} ({run['stop']}), env steps "
+            f"{task:<9} {tool:<20} seed {seed}: {seconds} ({run['stop']}), env steps "
             f"{run['env_steps']}, start {run.get('start_s')}",
             flush=True,
         )
@@ -599,11 +661,24 @@ def measure(task: str, tool: str, seeds: int, budget_s: float, venvs: dict) -> d
 
 
 def ratios(tools: dict[str, dict]) -> dict[str, Any]:
-    ours = tools.get("jaxrl-fdg", {})
+    """``baseline / ours`` of the medians, for each baseline and each of ours measured."""
     out = {}
-    for tool in ("sb3", "sbx", "handwritten"):
-        if tool in tools and "runs" in tools[tool]:
-            out[f"{tool} / jaxrl-fdg"] = ratio(tools[tool], ours)
+    for mine in (t for t in OURS if "runs" in tools.get(t, {})):
+        for tool in ("sb3", "sbx", "handwritten"):
+            if "runs" in tools.get(tool, {}):
+                out[f"{tool} / {mine}"] = ratio(tools[tool], tools[mine])
+    return out
+
+
+def ceilings(tools: dict[str, dict]) -> dict[str, float]:
+    """``baseline median / median of our start_s``: the most each of ours could reach against
+    each baseline if, once started, it took no time to the threshold."""
+    out = {}
+    for mine in (t for t in OURS if "runs" in tools.get(t, {})):
+        starts = [r["start_s"] for r in tools[mine]["runs"] if r.get("start_s") is not None]
+        for tool in ("sb3", "sbx"):
+            if starts and tools.get(tool, {}).get("median_s") is not None:
+                out[f"{tool} / {mine}"] = tools[tool]["median_s"] / statistics.median(starts)
     return out
 
 
@@ -627,7 +702,7 @@ def plot(results: dict, budget_s: float, path: Path) -> None:
                 continue
             missed = x["median_s"] is None
             median = x["lower_bound_s"] if missed else x["median_s"]
-            color = "C0" if tool == "jaxrl-fdg" else "0.75"
+            color = f"C{OURS.index(tool)}" if tool in OURS else "0.75"
             ax.bar(i, median, color=color, width=0.6, hatch="//" if missed else None)
             top = max([median] + [r["seconds"] or 0 for r in x["runs"]])
             ax.text(i, top * 1.15, ">" * missed + f"{median:.3g} s", ha="center", fontsize=8)
@@ -638,7 +713,7 @@ def plot(results: dict, budget_s: float, path: Path) -> None:
                 else:
                     ax.plot(i + dx, run["seconds"], "o", color="k", ms=4)
         ax.axhline(budget_s, ls="--", color="C3", lw=1)
-        ax.set_xticks(range(len(tools)), tools)
+        ax.set_xticks(range(len(tools)), [LABELS.get(t, t) for t in tools], fontsize=8)
         threshold = f"{entry['threshold']:g}".replace("-", "\N{MINUS SIGN}")
         ax.set_title(f"{entry['env']} to {threshold}", fontsize=10)
     axes[0][0].set_yscale("log")
@@ -688,6 +763,7 @@ def main() -> None:
             "window_env_steps": window_steps(task),
             "tools": measured,
             "ratios": ratios(measured),
+            "ceilings": ceilings(measured),
         }
     load_after = os.getloadavg()
     plot(results, args.budget_s, Path(args.plot))
@@ -695,6 +771,7 @@ def main() -> None:
         "seeds": args.seeds,
         "budget_s": args.budget_s,
         "goals": {f"{tool} / jaxrl-fdg": goal for tool, goal in GOALS.items()},
+        "tuned_log_every": {t: tuned_log_every(t) for t in tasks if TASKS[t].tuned},
         "tasks": {task: TASKS[task]._asdict() for task in tasks},
         "tools": tools,
         "poll_s": POLL_S,

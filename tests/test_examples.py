@@ -116,3 +116,27 @@ def test_intrinsic_reward_fragment_added_to_ppo_without_touching_the_core():
     assert "novelty.trajectory           -> learner.trajectory" in out
     assert "└─ every iteration\n        ├─ novelty\n        └─ learner\n" in out
     assert "same state under every fusion mode: True" in out
+
+
+CONFIGS = sorted((ROOT / "examples" / "configs").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_tuned_config_files_resolve_to_what_they_are_named(path):
+    import jaxrl_fdg as rl
+    from jaxrl_fdg.config import files
+
+    config = rl.resolve(files.from_mapping(files.load(path), str(path))).config
+    algo, _, env = path.stem.partition("-")
+    assert config.algo == algo and config.env.lower().startswith(env)
+    usage = f"jaxrl-fdg train --config examples/configs/{path.name}"
+    assert usage in path.read_text()  # the file says how to run it
+
+
+@pytest.mark.slow  # a short run of each file through the CLI
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_tuned_config_files_train(path, tmp_path):
+    run = ["-m", "jaxrl_fdg", "train", "--config", path, "--total-steps", "2048"]
+    _run(*run, "--out", tmp_path, "--run-name", "r", "--no-progress")
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["env_steps"] >= 2048 and summary["final_return"] is not None

@@ -116,6 +116,38 @@ def test_window_steps_are_our_rows():
     assert ttr.window_steps("cartpole") == 20_480
 
 
+def test_tuned_rows_span_the_defaults_window():
+    # ppo-cartpole.toml: 16 envs × 32 steps = 512 a iteration, as the defaults: 40 a window;
+    # sac-pendulum.toml: 4 envs × 8 steps = 32 a iteration, 1,216 // 32 = 38
+    assert ttr.tuned_log_every("cartpole") == 40
+    assert ttr.tuned_log_every("pendulum") == 38
+    assert ttr.window_steps("pendulum") == 1_216
+
+
+def test_ratios_and_ceilings_for_each_of_ours():
+    def tool(median, starts=()):
+        runs = [{"seconds": median, "start_s": s} for s in starts or (None,)]
+        return {"runs": runs, "median_s": median, "lower_bound_s": None}
+
+    tools = {
+        "jaxrl-fdg": tool(10.0, (4.0, 5.0, 6.0)),
+        "jaxrl-fdg-tuned": tool(5.0, (4.0, 4.0, 3.0)),
+        "jaxrl-fdg-tuned-warm": {"skipped": "no tuned config file for this task"},
+        "sbx": tool(30.0),
+        "sb3": tool(60.0),
+    }
+    out = ttr.ratios(tools)
+    assert out["sb3 / jaxrl-fdg"]["value"] == 6.0 and out["sbx / jaxrl-fdg-tuned"]["value"] == 6.0
+    assert not any("warm" in k for k in out)
+    # the medians of start_s: 5 s and 4 s
+    assert ttr.ceilings(tools) == {
+        "sb3 / jaxrl-fdg": 12.0,
+        "sbx / jaxrl-fdg": 6.0,
+        "sb3 / jaxrl-fdg-tuned": 15.0,
+        "sbx / jaxrl-fdg-tuned": 7.5,
+    }
+
+
 def _report(tmp_path: Path) -> dict:
     def runs(*seconds):
         return [
@@ -125,6 +157,7 @@ def _report(tmp_path: Path) -> dict:
 
     tools = {
         "jaxrl-fdg": {"runs": runs(9.0, 10.0, 11.0), "median_s": 10.0, "lower_bound_s": None},
+        "jaxrl-fdg-tuned": {"runs": runs(4.0, 5.0, 6.0), "median_s": 5.0, "lower_bound_s": None},
         "handwritten": {"skipped": "no hand-written program for this task"},
         "sbx": {
             "settings": "PPO, an MLP",
@@ -139,10 +172,8 @@ def _report(tmp_path: Path) -> dict:
             "env": "gymnax/Breakout-MinAtar",
             "threshold": 5.0,
             "tools": tools,
-            "ratios": {
-                "sbx / jaxrl-fdg": ttr.ratio(tools["sbx"], tools["jaxrl-fdg"]),
-                "sb3 / jaxrl-fdg": ttr.ratio(tools["sb3"], tools["jaxrl-fdg"]),
-            },
+            "ratios": ttr.ratios(tools),
+            "ceilings": {"sbx / jaxrl-fdg": 7.5},
         }
     }
     config = {
@@ -159,9 +190,11 @@ def test_the_page_table_renders_every_tool(tmp_path):
     text = page_tables.time_to_result({"time_to_result.json": _report(tmp_path)})
     rows = {line.split(" | ")[1]: line for line in text.splitlines() if line.startswith("| ")}
     assert rows["jaxrl-fdg"].startswith("| gymnax/Breakout-MinAtar to 5 | jaxrl-fdg | 9.0, 10.0")
-    assert rows["sbx"].endswith("| 3.0× | PPO, an MLP |")  # 30 / 10
+    assert rows["sbx"].endswith("| 3.0× · 6.0× | PPO, an MLP |")  # 30 / 10, 30 / 5
     assert "> budget, > budget, 500.0 | > 600 |" in rows["sb3"]
-    assert "| ≥ 60.0× |" in rows["sb3"]  # its median is beyond the 600 s budget
+    assert "| ≥ 60.0× · ≥ 120.0× |" in rows["sb3"]  # its median is beyond the 600 s budget
+    assert "median / ours (defaults · tuned · tuned, warm cache)" in text
+    assert "gymnax/Breakout-MinAtar to 5: `sbx / jaxrl-fdg` 7.5×" in text
     assert "no hand-written program" in rows["handwritten"]
     assert "sbx: sbx-rl 0.28.0" in text and "](img/time_to_result.png)" in text
     assert (tmp_path / "time_to_result.png").stat().st_size > 0
