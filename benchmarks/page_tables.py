@@ -981,11 +981,11 @@ def lanes(r: dict[str, dict]) -> str:
 def time_to_result(r: dict[str, dict]) -> str:
     report = r["time_to_result.json"]
     config = report["config"]
-    ours = ("jaxrl-fdg", "jaxrl-fdg-tuned", "jaxrl-fdg-tuned-warm")
     rows, ceilings = [], []
     for entry in report["results"].values():
         ratios, task = entry.get("ratios", {}), f"{entry['env']} to {entry['threshold']:g}"
-        measured = [o for o in ours if "runs" in entry["tools"].get(o, {})]
+        # each of ours that was measured, in the script's order: the right side of the ratios
+        measured = list(dict.fromkeys(key.split(" / ")[1] for key in ratios))
         for i, (tool, x) in enumerate(entry["tools"].items()):
             over = [ratios.get(f"{tool} / {o}") for o in measured]
             rows.append([task if i == 0 else "", tool, *_time_to_result_row(x, over)])

@@ -660,10 +660,14 @@ def measure(task: str, tool: str, seeds: int, budget_s: float, venvs: dict) -> d
     return {"settings": settings, "runs": runs, **median_of([r["seconds"] for r in runs], budget_s)}
 
 
+def _measured_ours(tools: dict[str, dict]) -> list[str]:
+    return [t for t in OURS if "runs" in tools.get(t, {})]
+
+
 def ratios(tools: dict[str, dict]) -> dict[str, Any]:
     """``baseline / ours`` of the medians, for each baseline and each of ours measured."""
     out = {}
-    for mine in (t for t in OURS if "runs" in tools.get(t, {})):
+    for mine in _measured_ours(tools):
         for tool in ("sb3", "sbx", "handwritten"):
             if "runs" in tools.get(tool, {}):
                 out[f"{tool} / {mine}"] = ratio(tools[tool], tools[mine])
@@ -674,7 +678,7 @@ def ceilings(tools: dict[str, dict]) -> dict[str, float]:
     """``baseline median / median of our start_s``: the most each of ours could reach against
     each baseline if, once started, it took no time to the threshold."""
     out = {}
-    for mine in (t for t in OURS if "runs" in tools.get(t, {})):
+    for mine in _measured_ours(tools):
         starts = [r["start_s"] for r in tools[mine]["runs"] if r.get("start_s") is not None]
         for tool in ("sb3", "sbx"):
             if starts and tools.get(tool, {}).get("median_s") is not None:
