@@ -18,24 +18,34 @@ precision in force, and whether short PPO and SAC runs change at "highest").
 
 Sizes (``--size``): ``smoke``, the smallest of everything (for CI, well under two minutes on two
 cores: compiling is most of its time, so its per-algorithm table has PPO and DQN alone, and its
-precision check PPO alone); ``cpu``, a few minutes on a 2-core CPU; ``full``, the accelerator sizes
-(65,536 envs, 256 seeds, every script's default budgets). The default is ``full`` where JAX's
-default backend is a GPU or TPU, ``cpu`` otherwise. A section that fails is recorded with the
-tail of its output and the others still run; the exit status is then 1.
+precision check PPO alone); ``cpu``, a few minutes on a 2-core CPU; ``lease``, the ``cpu`` budgets
+with the accelerator sizes of the env and seed sweeps (65,536 envs, 256 seeds), each section held
+to a time limit so that the whole suite ends within 8 minutes: the size for a GPU lent for a
+quarter of an hour; ``full``, the accelerator sizes (65,536 envs, 256 seeds, every script's
+default budgets). The default is ``full`` where JAX's default backend is a GPU or TPU, ``cpu``
+otherwise.
+
+A section that fails, or outlives its time limit (``--section-limit``, or the size's own; its
+process group is then killed), is recorded with the tail of its output and the others still run;
+the exit status is then 1. The report is rewritten after every section (marked ``"partial":
+true`` until the last), so a suite stopped from outside keeps what had finished.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
 import re
 import resource
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -112,6 +122,20 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "precision": ["--ppo-steps", "20480", "--sac-steps", "1000"],
         "roofline": ["--algos", "ppo,dqn", "--fusion", "scan,fragment", "--iterations", "10"],
     },
+    "lease": {
+        "fusion_modes": ["--total-steps", "102400", "--repeats", "1", "--eager-iterations", "1"],
+        "algorithms": ["--algos", "all", "--modes", "scan,step", "--iterations", "20",
+                       "--rounds", "1", "--eager-iterations", "0"],
+        "mode_pairs": ["--algos", "ppo,dqn,sac", "--modes", "scan,iteration,step",
+                       "--rounds", "3"],
+        "envs": ["--num-envs", "1,1024,16384,65536", "--steps", "200", "--repeats", "2",
+                 "--python-steps", "20", "--python-max-envs", "1024"],
+        "seeds": ["--seeds", "1,16,64,256", "--rounds", "2", "--scale", "0.25"],
+        "devices": ["--rounds", "2", "--scale", "0.25"],
+        "compile_time": ["--algos", "all", "--fusion", "scan"],
+        "precision": ["--ppo-steps", "20480", "--sac-steps", "1000"],
+        "roofline": ["--algos", "ppo,dqn,sac", "--fusion", "scan,fragment", "--iterations", "10"],
+    },
     "full": {
         "fusion_modes": [],
         "algorithms": ["--algos", "all"],
@@ -122,6 +146,17 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "compile_time": ["--algos", "all"],
         "precision": [],
         "roofline": ["--algos", "all", "--fusion", "scan,fragment,step"],
+    },
+}  # fmt: skip
+
+
+# Seconds each section may run at a size before its process group is killed (``None``: no
+# limit). The lease's add up to 450 s on one device (where ``devices`` is skipped), so the suite,
+# its start-up included, ends within 8 minutes.
+SECTION_LIMITS: dict[str, dict[str, float]] = {
+    "lease": {
+        "fusion_modes": 60, "algorithms": 90, "mode_pairs": 50, "envs": 50, "seeds": 50,
+        "devices": 30, "compile_time": 60, "precision": 45, "roofline": 45,
     },
 }  # fmt: skip
 
@@ -174,10 +209,14 @@ def section_args(name: str, size: str, device: dict) -> tuple[list[str] | None, 
     return args, None
 
 
-def run_section(name: str, args: list[str], out: Path, xla_flags: str = "") -> dict:
+def run_section(
+    name: str, args: list[str], out: Path, xla_flags: str = "", limit_s: float | None = None
+) -> dict:
     """Run one section's script; its report, command line, wall seconds, CPU seconds (user +
     system, its child processes included: less sensitive than wall time to a busy machine), and
-    on failure the exit status and the last lines it printed."""
+    on failure the exit status and the last lines it printed. Past ``limit_s`` seconds the
+    section's whole process group (its own children too) is killed and the entry says
+    ``timed_out``."""
     script = BENCHMARKS / SCRIPTS[name]
     command = [sys.executable, str(script), *args, "--out", str(out)]
     shown = shlex.join(["python", str(script.relative_to(ROOT)), *args, "--out", out.name])
@@ -187,14 +226,37 @@ def run_section(name: str, args: list[str], out: Path, xla_flags: str = "") -> d
     if xla_flags:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {xla_flags}".strip()
     start, cpu_start = time.perf_counter(), _children_cpu_s()
+    timed_out = threading.Event()
     with subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, so a kill reaches its children
     ) as child:
-        for line in child.stdout:
-            tail.append(line.rstrip())
-            print(f"   {line.rstrip()}", flush=True)
+
+        def kill() -> None:
+            timed_out.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+
+        watchdog = threading.Timer(limit_s, kill) if limit_s else None
+        if watchdog:
+            watchdog.start()
+        try:
+            for line in child.stdout:
+                tail.append(line.rstrip())
+                print(f"   {line.rstrip()}", flush=True)
+        finally:
+            if watchdog:
+                watchdog.cancel()
     wall_s, cpu_s = time.perf_counter() - start, _children_cpu_s() - cpu_start
-    entry = {"command": shown, "wall_s": wall_s, "cpu_s": cpu_s}
+    entry = {"command": shown, "wall_s": wall_s, "cpu_s": cpu_s, "limit_s": limit_s}
+    if timed_out.is_set():
+        print(f"== {name}: killed after its limit of {limit_s:.0f} s", flush=True)
+        return {**entry, "ok": False, "timed_out": True, "returncode": None, "tail": list(tail)}
     if child.returncode != 0 or not out.exists():
         return {**entry, "ok": False, "returncode": child.returncode, "tail": list(tail)}
     report = json.loads(out.read_text())
@@ -215,6 +277,22 @@ def roofline_summary(entry: dict | None, device: dict) -> dict | None:
     return {"device_kind": device["device_kind"], "runs": runs}
 
 
+def write_partial(out: Path, config: dict, results: dict) -> None:
+    """The report so far, ``"partial": true``, without the machine record (that would start a
+    backend in this process, and take a GPU's memory from the sections still to run)."""
+    from jaxrl_fdg.profiling.report import recorded
+
+    report = {
+        "benchmark": "accelerator",
+        "partial": True,
+        "config": config,
+        "recorded": recorded(str(out.resolve().parent)),
+        "results": results,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+
+
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -228,18 +306,31 @@ def main() -> None:
         "--out", default=None, help="default: benchmarks/results/accelerator-<device>.json"
     )
     parser.add_argument(
+        "--section-limit",
+        type=float,
+        default=None,
+        help="seconds each section may run before it is killed (default: the size's own limits; "
+        "the lease size has them, the others none)",
+    )
+    parser.add_argument(
         "--no-readme",
         action="store_true",
         help="accepted for old command lines; nothing writes README.md any more",
     )
     args = parser.parse_args()
     sections = cli_args.comma_list(parser, "--sections", args.sections, SECTIONS)
+    if args.section_limit is not None and args.section_limit <= 0:
+        parser.error(f"--section-limit: {args.section_limit:g} is not a positive number of seconds")
 
     device = probe()
     size = args.size or ("full" if device["platform"] in ("gpu", "tpu") else "cpu")
     out = Path(args.out or BENCHMARKS / "results" / f"accelerator-{device_slug(device)}.json")
     print(f"{device['device_count']} × {device['device_kind']} ({device['platform']}); size {size}")
     started, load_start = time.perf_counter(), os.getloadavg()
+    config = {"size": size, "sections": sections, "device": device}
+    if size in SIZE_XLA_FLAGS:
+        config["added_xla_flags"] = SIZE_XLA_FLAGS[size]
+    limits = SECTION_LIMITS.get(size, {})
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="accelerator-") as tmp:
         for name in sections:
@@ -249,14 +340,14 @@ def main() -> None:
                 results[name] = {"command": None, "wall_s": 0.0, "ok": True, "skipped": skipped}
                 continue
             out_file = Path(tmp) / f"{name}.json"
-            results[name] = run_section(name, child_args, out_file, SIZE_XLA_FLAGS.get(size, ""))
+            limit = args.section_limit or limits.get(name)
+            flags = SIZE_XLA_FLAGS.get(size, "")
+            results[name] = run_section(name, child_args, out_file, flags, limit)
+            write_partial(out, config, results)
     wall_s = time.perf_counter() - started
 
     from jaxrl_fdg.profiling import write_report  # the backend starts here, after every child
 
-    config = {"size": size, "sections": sections, "device": device}
-    if size in SIZE_XLA_FLAGS:
-        config["added_xla_flags"] = SIZE_XLA_FLAGS[size]
     precision = (results.get("precision") or {}).get("report", {}).get("precision_in_force")
     roofline = roofline_summary(results.get("roofline"), device)
     loadavg = {"start": list(load_start), "end": list(os.getloadavg())}

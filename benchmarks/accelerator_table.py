@@ -141,6 +141,8 @@ def sections_table(report: dict) -> list[str]:
     for name, entry in report["results"].items():
         if "skipped" in entry:
             result = f"skipped: {entry['skipped']}"
+        elif entry.get("timed_out"):
+            result = f"**killed at its limit** of {entry['limit_s']:.0f} s"
         elif not entry["ok"]:
             result = f"**failed** (exit {entry['returncode']})"
         else:
