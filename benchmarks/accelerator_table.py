@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# A section's progress lines ("round 1: ppo scan ..."), left out of a stopped section's tail.
+_PROGRESS = re.compile(r"^round \d+: \S+ \S+ \.\.\.$")
 
 
 def _rate(value: float | None) -> str:
@@ -147,9 +150,31 @@ def sections_table(report: dict) -> list[str]:
             result = f"**failed** (exit {entry['returncode']})"
         else:
             result = LINES[name](entry["report"])
-        cpu = _num(entry.get("cpu_s"), ".0f")
-        lines.append(f"| {name} | {result} | {entry['wall_s']:.0f} | {cpu} |")
+            if "second_call" in entry:
+                result = f"{result} (a second call, at smaller sizes: `{entry['command']}`)"
+        wall, cpu = _num(entry.get("wall_s"), ".0f"), _num(entry.get("cpu_s"), ".0f")
+        lines.append(f"| {name} | {result} | {wall} | {cpu} |")
     return lines
+
+
+def stopped_tails(report: dict) -> list[str]:
+    """What each section stopped at its time limit had printed (its report is lost with it,
+    its figures so far are not), as one fenced block per section."""
+    lines = []
+    for name, entry in report["results"].items():
+        if not entry.get("timed_out"):
+            continue
+        printed = [line.strip() for line in entry["tail"] if not _PROGRESS.match(line.strip())]
+        lines += [
+            f"`{name}` printed before its limit of {entry['limit_s']:.0f} s "
+            f"(`{entry['command']}`):",
+            "",
+            "```",
+            *(printed or ["(nothing)"]),
+            "```",
+            "",
+        ]
+    return lines[:-1]
 
 
 def algorithms_table(report: dict) -> list[str]:
@@ -195,12 +220,15 @@ def table(report: dict) -> str:
     if "added_xla_flags" in report["config"]:
         lines[0] += f" XLA flags added: `{report['config']['added_xla_flags']}`."
     if device["platform"] == "cpu":
-        lines[0] += " **These are CPU figures**: the suite has not yet run on a GPU"
-        lines[0] += "." if size == "full" else f", and the sizes are the `{size}` preset's."
+        lines[0] += " **These are CPU figures**"
+        lines[0] += "." if size == "full" else f", at the `{size}` preset's sizes."
     lines += ["", *sections_table(report)]
     algorithms = algorithms_table(report)
     if algorithms:
         lines += ["", *algorithms]
+    stopped = stopped_tails(report)
+    if stopped:
+        lines += ["", *stopped]
     return "\n".join(lines)
 
 

@@ -98,6 +98,15 @@ def run_eager(iterations: int, seed: int) -> dict:
     }
 
 
+def _progress(name: str, r: dict) -> None:
+    """One line per run as it ends, so a run stopped from outside has said what it measured."""
+    compile_s = "—" if r["compile_s"] is None else f"{r['compile_s']:.2f} s"
+    print(
+        f"{name}: compile {compile_s}, run {r['run_s']:.2f} s, {r['steps_per_s']:,.0f} env-steps/s",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total-steps", type=int, default=500_000)
@@ -130,10 +139,13 @@ def main() -> None:
 
     results: dict[str, dict] = {}
     # Interleave the two that the headline ratio compares, so machine noise hits both alike.
-    pairs = [
-        (run_baseline(args.total_steps, args.seed), run_mode("scan", args.total_steps, args.seed))
-        for _ in range(args.repeats)
-    ]
+    pairs = []
+    for _ in range(args.repeats):
+        baseline = run_baseline(args.total_steps, args.seed)
+        _progress("handwritten", baseline)
+        scan = run_mode("scan", args.total_steps, args.seed)
+        _progress("scan", scan)
+        pairs.append((baseline, scan))
     for name, runs in (("handwritten", [p[0] for p in pairs]), ("scan", [p[1] for p in pairs])):
         best = dict(runs[0])
         best["run_s"] = statistics.median(r["run_s"] for r in runs)
@@ -142,8 +154,10 @@ def main() -> None:
         results[name] = best
     for mode in others:
         results[mode] = run_mode(mode, args.total_steps, args.seed)
+        _progress(mode, results[mode])
     if args.eager_iterations > 0:
         results["eager"] = run_eager(args.eager_iterations, args.seed)
+        _progress("eager", results["eager"])
 
     ratios = {
         "scan_vs_handwritten": results["scan"]["steps_per_s"]

@@ -76,3 +76,34 @@ def test_accelerator_suite_smoke(tmp_path):
     assert _positive(in_force["matmul_rel_error_default"])
     if in_force["platform"] == "cpu":  # full float32 at either precision: the same bits
         assert not in_force["tf32_measured"]
+
+
+def test_a_section_past_its_limit_is_killed_and_the_report_says_so(tmp_path):
+    """A section that outlives ``--section-limit`` is killed with its process group, recorded as
+    ``timed_out`` with what it printed, and the suite still writes its report (exit status 1)."""
+    out = tmp_path / "accelerator.json"
+    proc = subprocess.run(
+        [sys.executable, ROOT / "benchmarks" / "accelerator.py", "--size", "smoke"]
+        + ["--sections", "fusion_modes", "--section-limit", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    entry = json.loads(out.read_text())["results"]["fusion_modes"]
+    assert entry["timed_out"] and not entry["ok"] and entry["limit_s"] == 1
+    assert 1 <= entry["wall_s"] < 30
+    assert "killed at its limit** of 1 s" in proc.stdout
+    assert "`fusion_modes` printed before its limit of 1 s" in proc.stdout
+
+
+def test_a_section_limit_must_be_positive():
+    proc = subprocess.run(
+        [sys.executable, ROOT / "benchmarks" / "accelerator.py", "--section-limit", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2 and "--section-limit: 0 is not a positive" in proc.stderr
