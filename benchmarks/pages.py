@@ -400,7 +400,10 @@ def pages() -> tuple[Page, ...]:
             "GPU or TPU and merges them into one report per device. At the `cpu` and `smoke` "
             "presets each algorithm runs only a few iterations per mode, so a `scan` / `step` "
             "column there says that both modes run, not which is faster: the "
-            "[fusion benchmarks](fusion.md) compare the modes.",
+            "[fusion benchmarks](fusion.md) compare the modes. The `lease` preset is sized for "
+            "a GPU lent for a quarter of an hour: each section has a time limit, and a section "
+            "stopped at its limit shows what it had printed. What the H100 figures say is in "
+            "the [notes](../notes.md#a-first-gpu-nvidia-h100).",
             (
                 Section(
                     "Reports",
