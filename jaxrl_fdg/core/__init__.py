@@ -1,5 +1,6 @@
 """The core: fragments, the dataflow graph and its schedule, algorithms, and the loop."""
 
+from jaxrl_fdg.core import names
 from jaxrl_fdg.core.algorithm import (
     Algorithm,
     AlgorithmContext,
@@ -67,6 +68,7 @@ __all__ = [
     "hparam",
     "in_graph_evaluator",
     "iterations_done",
+    "names",
     "published",
     "rounds",
 ]
