@@ -12,6 +12,17 @@ import numpy as np
 from jax.experimental import io_callback
 
 from jaxrl_fdg.core.fragment import ApplyFn, Fragment, Role, fragment
+from jaxrl_fdg.core.names import (
+    ACTION,
+    EPISODE_LENGTH,
+    EPISODE_RETURN,
+    EPISODE_STEP,
+    NEXT_OBSERVATION,
+    OBSERVATION,
+    REWARD,
+    TERMINATED,
+    TRUNCATED,
+)
 from jaxrl_fdg.envs.base import EpisodeState, TimeStep
 
 if TYPE_CHECKING:
@@ -19,12 +30,12 @@ if TYPE_CHECKING:
     from jaxrl_fdg.envs.host import HostSimulator
 
 ENV_OUTPUTS = (
-    "reward",
-    "terminated",
-    "truncated",
-    "next_observation",
-    "episode_return",
-    "episode_length",
+    REWARD,
+    TERMINATED,
+    TRUNCATED,
+    NEXT_OBSERVATION,
+    EPISODE_RETURN,
+    EPISODE_LENGTH,
 )
 
 
@@ -87,7 +98,7 @@ def batched_env_fragment(
         return EnvFragmentState(sim_state, observation, zeros, zeros.astype(jnp.int32))
 
     def apply(state: EnvFragmentState, inputs, key: jax.Array):
-        sim_state, ts = step(state.env, inputs["action"], key)
+        sim_state, ts = step(state.env, inputs[ACTION], key)
         return record_step(state, sim_state, ts)
 
     return fragment(
@@ -95,7 +106,7 @@ def batched_env_fragment(
         Role.ENV,
         apply,
         init=init_state,
-        inputs=("action",),
+        inputs=(ACTION,),
         outputs=ENV_OUTPUTS,
         publish=publish,
         published=PUBLISHED,
@@ -104,7 +115,7 @@ def batched_env_fragment(
     )
 
 
-PUBLISHED = ("observation", "episode_step")
+PUBLISHED = (OBSERVATION, EPISODE_STEP)
 
 
 def publish(state: EnvFragmentState) -> dict[str, jax.Array]:
@@ -121,7 +132,7 @@ def publish(state: EnvFragmentState) -> dict[str, jax.Array]:
     no fragment reads it, not even in the split fusion modes, which gather published edges
     outside compiled programs.
     """
-    return {"observation": state.observation, "episode_step": state.episode_length}
+    return {OBSERVATION: state.observation, EPISODE_STEP: state.episode_length}
 
 
 def record_step(
@@ -143,12 +154,12 @@ def record_step(
         xp.where(done, 0, ep_length),
     )
     outputs = {
-        "reward": ts.reward,
-        "terminated": ts.terminated,
-        "truncated": ts.truncated,
-        "next_observation": ts.final_observation,
-        "episode_return": ep_return,
-        "episode_length": ep_length,
+        REWARD: ts.reward,
+        TERMINATED: ts.terminated,
+        TRUNCATED: ts.truncated,
+        NEXT_OBSERVATION: ts.final_observation,
+        EPISODE_RETURN: ep_return,
+        EPISODE_LENGTH: ep_length,
     }
     return new_state, outputs
 
@@ -192,7 +203,7 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
     def host_apply(state: EnvFragmentState, inputs, key):
         del key
         state = jax.tree.map(np.asarray, state)
-        arrays = host.step_simulators(state.env, np.asarray(inputs["action"]))
+        arrays = host.step_simulators(state.env, np.asarray(inputs[ACTION]))
         return record_step(state, state.env, TimeStep(*arrays), xp=np)
 
     return batched_env_fragment(name, num_envs, init, step, "host", host_apply)

@@ -21,12 +21,13 @@ import jax.numpy as jnp
 from jaxrl_fdg.core import cadence
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
+from jaxrl_fdg.core.names import EVAL_LENGTH, EVAL_RETURN, EVAL_RETURN_STD, METRICS, PARAMS
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.errors import GraphError
 
 Policy = Callable[..., Any]  # (params, observations [B, ...]) -> actions [B], or see below
 
-EVAL_OUTPUTS = ("eval_return", "eval_return_std", "eval_length")
+EVAL_OUTPUTS = (EVAL_RETURN, EVAL_RETURN_STD, EVAL_LENGTH)
 
 
 class _Episodes(NamedTuple):
@@ -85,15 +86,15 @@ def evaluator(
 
         end = jax.lax.while_loop(running, one_step, start)
         return {
-            "eval_return": end.total.mean(),
-            "eval_return_std": end.total.std(),
-            "eval_length": end.length.mean(),
+            EVAL_RETURN: end.total.mean(),
+            EVAL_RETURN_STD: end.total.std(),
+            EVAL_LENGTH: end.length.mean(),
         }
 
     def apply(state, inputs, key):
-        return state, play(inputs["params"], key)
+        return state, play(inputs[PARAMS], key)
 
-    return fragment(name, Role.EVALUATOR, apply, inputs=("params",), outputs=EVAL_OUTPUTS)
+    return fragment(name, Role.EVALUATOR, apply, inputs=(PARAMS,), outputs=EVAL_OUTPUTS)
 
 
 def in_graph_evaluator(
@@ -120,14 +121,14 @@ def in_graph_evaluator(
 
     def apply(state, inputs, key):
         state, results = play.apply(state, inputs, key)
-        return state, {"metrics": results}
+        return state, {METRICS: results}
 
     return fragment(
         name,
         Role.EVALUATOR,
         apply,
-        inputs=("params",),
-        outputs=("metrics",),
+        inputs=(PARAMS,),
+        outputs=(METRICS,),
         cadence=cadence.every(every),
     )
 
