@@ -46,6 +46,17 @@ from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.loop import Transition
+from jaxrl_fdg.core.names import (
+    EPISODE_START,
+    EPISODE_STEP,
+    LOG_PROB,
+    MEMORY,
+    METRICS,
+    OBSERVATION,
+    PARAMS,
+    TRAJECTORY,
+    VALUE,
+)
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import losses, normalization
@@ -127,10 +138,10 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
     if not policy.recurrent:
 
         def act(state, inputs, key):
-            return state, policy.act(inputs["params"], inputs["observation"], key)
+            return state, policy.act(inputs[PARAMS], inputs[OBSERVATION], key)
 
         return fragment(
-            "actor", Role.ACTOR, act, inputs=("observation", "params"), outputs=policy.outputs
+            "actor", Role.ACTOR, act, inputs=(OBSERVATION, PARAMS), outputs=policy.outputs
         )
 
     def init(key: jax.Array) -> ActorMemory:
@@ -138,7 +149,7 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
         return ActorMemory(policy.initial_memory(num_envs))
 
     def act_recurrent(state: ActorMemory, inputs, key):
-        observation = inputs["observation"]
+        observation = inputs[OBSERVATION]
         if observation.shape[0] != num_envs:
             raise ConfigError(
                 f"a recurrent actor keeps the memory of its {num_envs} environments and must "
@@ -147,7 +158,7 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
                 "single or data_parallel with memory gru or lstm)"
             )
         memory, outputs = policy.act_recurrent(
-            inputs["params"], state.memory, observation, inputs["episode_step"] == 0, key
+            inputs[PARAMS], state.memory, observation, inputs[EPISODE_STEP] == 0, key
         )
         return ActorMemory(memory), outputs
 
@@ -156,7 +167,7 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
         Role.ACTOR,
         act_recurrent,
         init=init,
-        inputs=("observation", "episode_step", "params"),
+        inputs=(OBSERVATION, EPISODE_STEP, PARAMS),
         outputs=policy.outputs,
     )
 
@@ -183,7 +194,7 @@ def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCri
     value_next = policy.value(params, trajectory.next_observation)
     advantage, target = losses.generalized_advantage_estimation(
         trajectory.reward * hp.reward_scaling,
-        trajectory.extras["value"],
+        trajectory.extras[VALUE],
         value_next,
         trajectory.terminated,
         trajectory.truncated,
@@ -193,8 +204,8 @@ def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCri
     batch = Batch(
         trajectory.observation,
         policy.learned_action(trajectory),
-        trajectory.extras["log_prob"],
-        trajectory.extras["value"],
+        trajectory.extras[LOG_PROB],
+        trajectory.extras[VALUE],
         advantage,
         target,
     )
@@ -210,7 +221,7 @@ def make_sequences(
     extras = trajectory.extras
     advantage, target = losses.generalized_advantage_estimation(
         trajectory.reward * hp.reward_scaling,
-        extras["value"],
+        extras[VALUE],
         policy.next_values(params, trajectory),
         trajectory.terminated,
         trajectory.truncated,
@@ -220,14 +231,14 @@ def make_sequences(
     time_major = (
         trajectory.observation,
         policy.learned_action(trajectory),
-        extras["log_prob"],
-        extras["value"],
+        extras[LOG_PROB],
+        extras[VALUE],
         advantage,
         target,
-        extras["episode_start"],
+        extras[EPISODE_START],
     )
     env_major = [jnp.swapaxes(x, 0, 1) for x in time_major]
-    return Sequences(*env_major, memory=extras["memory"][0])
+    return Sequences(*env_major, memory=extras[MEMORY][0])
 
 
 def advantages(hp: ActorCriticConfig, batch: Batch | Sequences) -> jax.Array:
@@ -316,10 +327,10 @@ def rollout_learner(
         Role.LEARNER,
         learn,
         init=init,
-        inputs=("trajectory",),
-        outputs=("metrics",),
-        publish=lambda state: {"params": state.params},
-        published=("params",),
+        inputs=(TRAJECTORY,),
+        outputs=(METRICS,),
+        publish=lambda state: {PARAMS: state.params},
+        published=(PARAMS,),
     )
 
 
@@ -340,13 +351,13 @@ def algorithm(
         prepare = make_sequences if policy.recurrent else make_batch
 
     def learn(state: LearnerState, inputs, key):
-        trajectory = inputs["trajectory"]
+        trajectory = inputs[TRAJECTORY]
         batch = prepare(policy, state.params, trajectory, ctx.hparams)
         state, metrics = update(state, batch, key)
         # The rollout joins the observation moments only now: the updates above saw its
         # observations standardised as the actor saw them, as under a normalising env wrapper.
         params = policy.observe(state.params, trajectory.observation, ctx.pool)
-        return state._replace(params=params), {"metrics": metrics}
+        return state._replace(params=params), {METRICS: metrics}
 
     learner = rollout_learner(policy.init, tx, learn)
     if policy.recurrent:

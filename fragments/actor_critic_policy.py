@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.loop import Transition
+from jaxrl_fdg.core.names import ACTION, EPISODE_START, LOG_PROB, MEMORY, RAW_ACTION, VALUE
 from jaxrl_fdg.envs.spaces import Box
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import normalization
@@ -69,10 +70,10 @@ class Policy:
             self.net: ActorCritic = GaussianActorCritic(dim, log_std_init=hp.log_std_init, **common)
             self.low = np.broadcast_to(np.asarray(space.low, np.float32), space.shape)
             self.high = np.broadcast_to(np.asarray(space.high, np.float32), space.shape)
-            self.outputs: tuple[str, ...] = ("action", "raw_action", "log_prob", "value")
+            self.outputs: tuple[str, ...] = (ACTION, RAW_ACTION, LOG_PROB, VALUE)
         else:
             self.net = ActorCritic(space.n, **common)
-            self.outputs = ("action", "log_prob", "value")
+            self.outputs = (ACTION, LOG_PROB, VALUE)
         self.obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
         self.moments = (
             ObservationMoments(ctx.observation_space.shape) if hp.normalize_observations else None
@@ -89,7 +90,7 @@ class Policy:
                 **common,
             )
             self.memory_width = memory_width(hp.memory, hp.memory_size)
-            self.outputs = (*self.outputs, "memory", "episode_start")
+            self.outputs = (*self.outputs, MEMORY, EPISODE_START)
 
     def init(self, key: jax.Array) -> Any:
         """The network's variables: ``{"params": ...}``, and with ``normalize_observations``
@@ -131,17 +132,17 @@ class Policy:
             mean, log_std, value = out
             raw = dist.gaussian_sample(key, mean, log_std)
             return {
-                "action": jnp.clip(raw, self.low, self.high),
-                "raw_action": raw,
-                "log_prob": dist.gaussian_log_prob(mean, log_std, raw),
-                "value": value,
+                ACTION: jnp.clip(raw, self.low, self.high),
+                RAW_ACTION: raw,
+                LOG_PROB: dist.gaussian_log_prob(mean, log_std, raw),
+                VALUE: value,
             }
         logits, value = out
         action = dist.categorical_sample(key, logits)
         return {
-            "action": action,
-            "log_prob": dist.categorical_log_prob(logits, action),
-            "value": value,
+            ACTION: action,
+            LOG_PROB: dist.categorical_log_prob(logits, action),
+            VALUE: value,
         }
 
     def evaluate(
@@ -192,7 +193,7 @@ class Policy:
         ``episode_start`` to :meth:`act`'s."""
         memory = reset_memory(memory, episode_start)
         memory_next, out = self._apply(params, memory, observation)
-        outputs = {**self._sample(out, key), "memory": memory, "episode_start": episode_start}
+        outputs = {**self._sample(out, key), MEMORY: memory, EPISODE_START: episode_start}
         return memory_next, outputs
 
     def unroll(
@@ -230,8 +231,8 @@ class Policy:
             return m, value(m, next_obs)
 
         extras = trajectory.extras
-        inputs = (trajectory.observation, trajectory.next_observation, extras["episode_start"])
-        return jax.lax.scan(step, extras["memory"][0], inputs)[1]
+        inputs = (trajectory.observation, trajectory.next_observation, extras[EPISODE_START])
+        return jax.lax.scan(step, extras[MEMORY][0], inputs)[1]
 
     def value(self, params: Any, observation: jax.Array) -> jax.Array:
         return self._apply(params, observation, method=ActorCritic.value)
@@ -257,4 +258,4 @@ class Policy:
     def learned_action(self, trajectory: Transition) -> jax.Array:
         """The action whose log-probability the learner evaluates: the raw Gaussian sample for a
         Box (the env got it clipped), the action itself for a Discrete space."""
-        return trajectory.extras["raw_action"] if self.continuous else trajectory.action
+        return trajectory.extras[RAW_ACTION] if self.continuous else trajectory.action

@@ -31,6 +31,7 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
+from jaxrl_fdg.core.names import ACTION, OBSERVATION, PARAMS
 from jaxrl_fdg.fragments import exploration, losses, normalization, offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
 
@@ -274,14 +275,14 @@ def build(
         """The exploring policy, or uniformly random actions over the box during the warm-up.
         The actor's state counts the env steps taken."""
         k_random, k_policy = jax.random.split(key)
-        batch = inputs["observation"].shape[0]
+        batch = inputs[OBSERVATION].shape[0]
         actor_params, observation = offpolicy.standardized(
-            moments, inputs["params"], inputs["observation"]
+            moments, inputs[PARAMS], inputs[OBSERVATION]
         )
         policy = env_action(explore(actor_params, observation, k_policy), ctx)
         random = exploration.random_actions(k_random, space, batch)
         warm = exploration.warming_up(steps, hp.learning_starts)
-        return steps + batch, {"action": jnp.where(warm, random, policy).astype(space.dtype)}
+        return steps + batch, {ACTION: jnp.where(warm, random, policy).astype(space.dtype)}
 
     actor, learner = offpolicy.actor_and_learner(ctx, act, init, learn, published, learner_inputs)
 

@@ -36,6 +36,7 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
+from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
 from jaxrl_fdg.fragments import continuous, exploration, offpolicy
 from jaxrl_fdg.fragments.networks import ContinuousCritic, DeterministicActor
 
@@ -146,7 +147,7 @@ def _learner(
     hp: DPGConfig = ctx.hparams
 
     def learn(state: DPGState, inputs, key):
-        sample = inputs["batch"]
+        sample = inputs[BATCH]
         exp = sample.transitions
         next_action = target_action(
             hp, actor_net.apply(state.actor_target, exp.next_observation), key
@@ -163,8 +164,8 @@ def _learner(
         )
         metrics = {**metrics, "actor_loss": loss}
         return DPGState(actor, actor_target, critic, count), {
-            "metrics": metrics,
-            "td_error": td_error,
+            METRICS: metrics,
+            TD_ERROR: td_error,
         }
 
     return learn

@@ -27,6 +27,7 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
+from jaxrl_fdg.core.names import ACTION, BATCH, METRICS, OBSERVATION, PARAMS, TD_ERROR
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses, offpolicy
@@ -189,10 +190,10 @@ def build_q_learning(ctx: AlgorithmContext, name: str, head: QHead) -> Algorithm
     def act(steps, inputs, key):
         """ε-greedy on the online network; uniformly random during the warm-up. The actor's
         state counts the env steps taken, which drive the ε schedule."""
-        q_values = head.q_values(inputs["params"], inputs["observation"])
+        q_values = head.q_values(inputs[PARAMS], inputs[OBSERVATION])
         eps = jnp.where(exploration.warming_up(steps, hp.learning_starts), 1.0, epsilon(steps))
         action = exploration.epsilon_greedy(key, q_values, eps)
-        return steps + q_values.shape[0], {"action": action}
+        return steps + q_values.shape[0], {ACTION: action}
 
     def init(key):
         params = head.network.init(key, obs_example)
@@ -214,7 +215,7 @@ def _learner(head: QHead, tx: optax.GradientTransformation, hp: DQNConfig):
 
     def learn(state: DQNState, inputs, key):
         del key
-        sample = inputs["batch"]
+        sample = inputs[BATCH]
         exp = sample.transitions
         target = head.target(state.params, state.target_params, exp)
 
@@ -230,8 +231,8 @@ def _learner(head: QHead, tx: optax.GradientTransformation, hp: DQNConfig):
             state.target_params, params, count, hp.tau, hp.target_update_period
         )
         return DQNState(params, target_params, opt_state, count), {
-            "metrics": {"loss": value, **metrics},
-            "td_error": td_error,
+            METRICS: {"loss": value, **metrics},
+            TD_ERROR: td_error,
         }
 
     return learn

@@ -16,6 +16,7 @@ import optax
 
 from jaxrl_fdg import rng
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
+from jaxrl_fdg.core.names import ACTION, OBSERVATION, PARAMS
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
 
@@ -34,8 +35,8 @@ def counting_actor(act: Callable[[jax.Array, Any, jax.Array], Any]) -> Fragment:
         Role.ACTOR,
         act,
         init=lambda key: jnp.zeros((), jnp.int32),
-        inputs=("observation", "params"),
-        outputs=("action",),
+        inputs=(OBSERVATION, PARAMS),
+        outputs=(ACTION,),
     )
 
 

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.loop import Transition
+from jaxrl_fdg.core.names import LOG_PROB
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import a2c, losses
 from jaxrl_fdg.fragments import actor_critic as ac
@@ -80,7 +81,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             trajectory.reward * hp.reward_scaling,
             trajectory.terminated,
             trajectory.truncated,
-            log_prob - trajectory.extras["log_prob"],
+            log_prob - trajectory.extras[LOG_PROB],
             hp.gamma,
             hp.rho_bar,
             hp.c_bar,
@@ -90,7 +91,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             advantages = losses.normalize(advantages)
         policy_loss = -(log_prob * advantages).mean()
         value_loss = 0.5 * ((value - targets) ** 2).mean()
-        ratio = jnp.exp(jax.lax.stop_gradient(log_prob - trajectory.extras["log_prob"]))
+        ratio = jnp.exp(jax.lax.stop_gradient(log_prob - trajectory.extras[LOG_PROB]))
         return ac.total_loss(hp, policy_loss, value_loss, entropy.mean(), ratio_mean=ratio.mean())
 
     step = ac.gradient_step(loss, tx)

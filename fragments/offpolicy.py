@@ -22,6 +22,17 @@ from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import AlgorithmContext, hparam
 from jaxrl_fdg.core.cadence import Condition, Rounds, condition, rounds
 from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
+from jaxrl_fdg.core.names import (
+    BATCH,
+    ENV_STEPS,
+    METRICS,
+    OBSERVATION_MOMENTS,
+    PARAMS,
+    REPLAY_READY,
+    REPLAY_SIZE,
+    TD_ERROR,
+    TRAJECTORY,
+)
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses, normalization
@@ -37,7 +48,7 @@ from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
 REPLAY_KINDS = ("uniform", "prioritized")
 STORAGE_KINDS = ("auto", "transitions", "frames")
 # The edge on which the observation-moments fragment publishes its running moments.
-MOMENTS = "observation_moments"
+MOMENTS = OBSERVATION_MOMENTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,40 +266,40 @@ def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
 
     def store(state, inputs, key):
         del key
-        return buffer.store(state, inputs["trajectory"]), {}
+        return buffer.store(state, inputs[TRAJECTORY]), {}
 
     def sample(state, inputs, key):
-        return state, {"batch": buffer.sample(state, key, beta(inputs["env_steps"]))}
+        return state, {BATCH: buffer.sample(state, key, beta(inputs[ENV_STEPS]))}
 
     def update(state, inputs, key):
         del key  # deterministic: new priorities for the sampled slots
-        batch = inputs["batch"]
-        return buffer.update_priorities(state, batch.indices, batch.writes, inputs["td_error"]), {}
+        batch = inputs[BATCH]
+        return buffer.update_priorities(state, batch.indices, batch.writes, inputs[TD_ERROR]), {}
 
     return fragment(
         "replay",
         Role.REPLAY,
         store,
         init=lambda key: buffer.init(example.observation, example.action),
-        inputs=("trajectory",),
-        publish=lambda state: {"replay_size": state.size, READY: buffer.can_sample(state)},
-        published=("replay_size", READY),
+        inputs=(TRAJECTORY,),
+        publish=lambda state: {REPLAY_SIZE: state.size, READY: buffer.can_sample(state)},
+        published=(REPLAY_SIZE, READY),
         methods=(
-            Method("sample", sample, inputs=("env_steps",), outputs=("batch",)),
-            Method("update", update, inputs=("batch", "td_error")),
+            Method("sample", sample, inputs=(ENV_STEPS,), outputs=(BATCH,)),
+            Method("update", update, inputs=(BATCH, TD_ERROR)),
         ),
     )
 
 
 # The edge on which the replay publishes whether it holds enough to sample a batch.
-READY = "replay_ready"
+READY = REPLAY_READY
 
 
 def warmed_up(learning_starts: int) -> Condition:
     """Once ``learning_starts`` env steps have been collected and the replay can sample."""
     return condition(
-        lambda edges: (edges["env_steps"] >= learning_starts) & edges[READY],
-        ("env_steps", READY),
+        lambda edges: (edges[ENV_STEPS] >= learning_starts) & edges[READY],
+        (ENV_STEPS, READY),
         f"env_steps >= {learning_starts} and the replay is ready",
     )
 
@@ -332,10 +343,10 @@ def actor_and_learner(
         Role.LEARNER,
         learn,
         init=init,
-        inputs=("batch", *inputs),
-        outputs=("metrics", "td_error"),
-        publish=lambda state: {"params": params(state)},
-        published=("params",),
+        inputs=(BATCH, *inputs),
+        outputs=(METRICS, TD_ERROR),
+        publish=lambda state: {PARAMS: params(state)},
+        published=(PARAMS,),
         cadence=update_rounds(ctx),
     )
     return actor, learner
@@ -372,14 +383,14 @@ def normalized_observations(
 
     def fold_in(state, inputs, key):
         del key
-        return moments.update(state, inputs["trajectory"].observation, ctx.pool), {}
+        return moments.update(state, inputs[TRAJECTORY].observation, ctx.pool), {}
 
     statistics = fragment(
         MOMENTS,
         Role.TRANSFORM,
         fold_in,
         init=lambda key: moments.init(),
-        inputs=("trajectory",),
+        inputs=(TRAJECTORY,),
         publish=lambda state: {MOMENTS: state},
         published=(MOMENTS,),
     )
@@ -389,14 +400,14 @@ def normalized_observations(
 
     def learn_normalized(state: Normalized, inputs, key):
         current = inputs[MOMENTS]
-        sample = inputs["batch"]
+        sample = inputs[BATCH]
         exp = sample.transitions
         exp = exp._replace(
             observation=moments.standardize(current, exp.observation),
             next_observation=moments.standardize(current, exp.next_observation),
         )
         batch = sample._replace(transitions=exp)
-        learner, outputs = learn(state.learner, {**inputs, "batch": batch}, key)
+        learner, outputs = learn(state.learner, {**inputs, BATCH: batch}, key)
         return Normalized(learner, current), outputs
 
     def params_normalized(state: Normalized):

@@ -31,6 +31,7 @@ import optax
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.loop import Transition
+from jaxrl_fdg.core.names import ACTION, METRICS, OBSERVATION, PARAMS, TRAJECTORY
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import actor_critic as ac
@@ -148,9 +149,9 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     def act(steps, inputs, key):
         """ε-greedy on the learner's parameters; the actor's state counts the env steps taken,
         which drive the ε schedule."""
-        q_values = net.apply(inputs["params"], inputs["observation"])
+        q_values = net.apply(inputs[PARAMS], inputs[OBSERVATION])
         action = exploration.epsilon_greedy(key, q_values, epsilon(steps))
-        return steps + q_values.shape[0], {"action": action}
+        return steps + q_values.shape[0], {ACTION: action}
 
     def loss(params, mb: Batch):
         q = net.apply(params, mb.observation)
@@ -161,7 +162,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
     step = ac.gradient_step(loss, tx)
 
     def learn(state: ac.LearnerState, inputs, key):
-        batch = make_batch(net, state.params, inputs["trajectory"], hp)
+        batch = make_batch(net, state.params, inputs[TRAJECTORY], hp)
         state, metrics = minibatch_epochs(
             state,
             batch,
@@ -170,7 +171,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
             num_minibatches=hp.num_minibatches,
             update=step,
         )
-        return state, {"metrics": {**metrics, "target_mean": batch.target.mean()}}
+        return state, {METRICS: {**metrics, "target_mean": batch.target.mean()}}
 
     learner = ac.rollout_learner(lambda key: net.init(key, obs_example), tx, learn)
     actor = exploration.counting_actor(act)

@@ -34,6 +34,7 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
+from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
 from jaxrl_fdg.fragments import continuous
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments.networks import ContinuousCritic, SquashedGaussianActor
@@ -137,7 +138,7 @@ def _learner(
     target_entropy = -float(continuous.action_dim(ctx))
 
     def learn(state: SACState, inputs, key):
-        sample = inputs["batch"]
+        sample = inputs[BATCH]
         exp = sample.transitions
         k_next, k_actor = jax.random.split(key)
         alpha = jnp.exp(state.log_alpha.params)
@@ -158,8 +159,8 @@ def _learner(
             log_alpha = continuous.optimizer_step(alpha_tx, log_alpha, grad)
         metrics = {**metrics, "actor_loss": loss, "alpha": alpha, "entropy": -log_prob.mean()}
         return SACState(actor, critic, log_alpha, count), {
-            "metrics": metrics,
-            "td_error": td_error,
+            METRICS: metrics,
+            TD_ERROR: td_error,
         }
 
     return learn
