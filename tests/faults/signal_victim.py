@@ -20,12 +20,13 @@ from pathlib import Path
 from faultkit import DQN_FLAGS
 
 from jaxrl_fdg import cli
+from jaxrl_fdg.cli import train as train_command
 from jaxrl_fdg.policies import fusion
 from jaxrl_fdg.run.checkpoint import Checkpointer
 from jaxrl_fdg.run.run_folder import RunFolder
 
 HOOKS = {
-    "parse": (cli, "_train_parser"),
+    "parse": (train_command, "parser"),
     "folder": (RunFolder, "write_config"),
     "compile": (fusion.Plan, "start"),
     "chunk": (fusion.Plan, "advance"),

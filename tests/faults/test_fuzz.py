@@ -20,6 +20,7 @@ import jaxrl_fdg as rl
 from jaxrl_fdg import cli
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.cli import main
+from jaxrl_fdg.cli import train as train_command
 from jaxrl_fdg.run import build_loop
 
 FIELDS = [f.name for f in dataclasses.fields(rl.TrainConfig) if f.name != "hparams"]
@@ -60,7 +61,7 @@ def pre_compile(monkeypatch):
         cfg.dump_toml(cfg.to_mapping(resolved))
         raise SystemExit(0)  # a run would start here
 
-    monkeypatch.setattr(cli, "train", train)
+    monkeypatch.setattr(train_command, "train", train)
 
 
 def _outcome(argv, capsys) -> int:

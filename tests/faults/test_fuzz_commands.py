@@ -22,8 +22,9 @@ from faultkit import assert_same_state, final_checkpoint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxrl_fdg import cli, compare, plots
+from jaxrl_fdg import compare, plots
 from jaxrl_fdg.cli import main
+from jaxrl_fdg.cli import profile as profile_command
 
 EXAMPLES = int(os.environ.get("JAXRL_FDG_FUZZ_EXAMPLES", "25"))
 SLOW_EXAMPLES = max(1, EXAMPLES // 5)  # examples that compile (a resume, an evaluation)
@@ -75,7 +76,7 @@ def pre_training(monkeypatch):
     def train(resolved, *args, **kwargs):
         raise SystemExit(0)
 
-    monkeypatch.setattr(cli, "train", train)
+    monkeypatch.setattr(profile_command, "train", train)
 
 
 # -- arguments ----------------------------------------------------------------------------

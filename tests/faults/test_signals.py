@@ -16,8 +16,8 @@ import pytest
 from faultkit import DQN, DQN_FLAGS, assert_same_state, final_checkpoint, rows
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import cli
 from jaxrl_fdg.cli import main
+from jaxrl_fdg.cli import train as train_command
 from jaxrl_fdg.policies import fusion
 from jaxrl_fdg.run import session as sessions
 from jaxrl_fdg.run.checkpoint import Checkpointer
@@ -55,7 +55,7 @@ def _resume_equals_reference(run: Path, reference) -> None:
 def test_a_signal_while_parsing_arguments_exits_at_once_and_writes_nothing(
     tmp_path, monkeypatch, capsys
 ):
-    _send_on_call(monkeypatch, cli, "_train_parser", signal.SIGHUP)
+    _send_on_call(monkeypatch, train_command, "parser", signal.SIGHUP)
     assert main(["train", *DQN_FLAGS, "--out", str(tmp_path), "--run-name", "r"]) == 129
     assert capsys.readouterr().err.strip() == "jaxrl-fdg: interrupted (SIGHUP)"
     assert list(tmp_path.iterdir()) == []

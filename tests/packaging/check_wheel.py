@@ -16,7 +16,8 @@ from pathlib import Path
 
 REQUIRED = [
     "jaxrl_fdg/__init__.py",
-    "jaxrl_fdg/cli.py",
+    "jaxrl_fdg/cli/__init__.py",
+    "jaxrl_fdg/cli/graph.py",
     "jaxrl_fdg/plots.py",
     "jaxrl_fdg/compare.py",
     "jaxrl_fdg/stats.py",

@@ -1,0 +1,94 @@
+"""The ``jaxrl-fdg`` command: ``train``, ``evaluate``, ``list``, ``graph``, ``profile``, ``plot``,
+``compare``.
+
+Where a command writes is its ``--out``: the parent folder of run folders for ``train`` and
+``profile``, the image file for ``plot`` and ``compare``.
+
+Settings are layered: defaults, then ``--config FILE``, then flags given on the command line.
+Bad input of any kind exits with status 2 and a one-line message, never a traceback.
+
+This module assembles the command's parser and dispatches; each command is a module of this
+package (``compare``'s is :mod:`jaxrl_fdg.compare`), and :mod:`jaxrl_fdg.cli.common` holds what
+several share. ``train`` and ``graph`` build their own parsers: their flags depend on the
+algorithm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from jaxrl_fdg import compare
+from jaxrl_fdg.cli import evaluate, graph, listing, plot, profile, train
+from jaxrl_fdg.cli.common import RUN_FLAGS as _RUN_FLAGS
+from jaxrl_fdg.cli.common import env_options as _env_options
+from jaxrl_fdg.cli.common import exit_status
+from jaxrl_fdg.cli.common import flag as _flag
+
+__all__ = ["main", "_RUN_FLAGS", "_env_options", "_flag"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command, on ``argv`` (default: this process's arguments); returns the exit status.
+
+    Run as the command itself (``argv`` not given), a command that a signal stopped at once
+    (a second Ctrl-C, a signal while compiling) ends the process there, once its files are
+    written: exiting normally would wait for the device work or the compiles it abandoned."""
+    as_command = argv is None
+    args = list(sys.argv[1:] if argv is None else argv)
+    return exit_status(lambda: _dispatch(args), as_command)
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv[:1] == ["train"]:
+        return train.run(argv[1:])
+    if argv[:1] == ["graph"]:
+        return graph.run(argv[1:])
+    args = _parser().parse_args(argv)
+    commands = {
+        "list": lambda: listing.run(),
+        "profile": lambda: profile.run(args),
+        "plot": lambda: plot.run(args),
+        "evaluate": lambda: evaluate.run(args),
+        "compare": lambda: compare.run(args),
+    }
+    return commands[args.command]()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jaxrl-fdg",
+        description="Reinforcement learning in JAX as fragmented dataflow graphs.",
+        allow_abbrev=False,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # train and graph parse their own arguments (jaxrl_fdg.cli.train, jaxrl_fdg.cli.graph).
+    sub.add_parser("train", help="train an agent", add_help=False)
+    sub.add_parser("list", help="list algorithms, environments, placements and fusion modes")
+    profile.add_arguments(
+        sub.add_parser("profile", help="where the time goes, under several fusion modes")
+    )
+    sub.add_parser(
+        "graph",
+        help="print an algorithm's dataflow graph, its schedule and how often each node runs",
+        add_help=False,
+    )
+    plot.add_arguments(
+        sub.add_parser(
+            "plot",
+            help="learning curves of run folders, with a band over seeds",
+            allow_abbrev=False,
+        )
+    )
+    compare.add_arguments(
+        sub.add_parser(
+            "compare",
+            help="groups of runs side by side: IQM, mean, median with bootstrap intervals",
+            allow_abbrev=False,
+        )
+    )
+    evaluate.add_arguments(
+        sub.add_parser("evaluate", help="evaluate a run's checkpoint with its deterministic policy")
+    )
+    return parser

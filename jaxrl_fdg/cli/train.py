@@ -1,0 +1,85 @@
+"""``jaxrl-fdg train``: train an agent, or resume a run from its folder.
+
+Settings are layered: the algorithm's defaults, then ``--config FILE``, then the flags given. The
+flags depend on the algorithm (its hyperparameters), so the parser is built once the algorithm is
+known: from ``--algo``, else from the config file, else the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+from typing import Any
+
+from jaxrl_fdg import config as cfg
+from jaxrl_fdg.cli import common
+from jaxrl_fdg.core import algorithm as algorithms
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.run import signals, train
+
+
+def parser(algo: str) -> argparse.ArgumentParser:
+    """The parser of ``train`` with ``algo``'s hyperparameters."""
+    spec = algorithms.get(algo)
+    cfg.check_spec(spec)  # its hyperparameters' flags must not clash with the run's
+    parser = argparse.ArgumentParser(
+        prog="jaxrl-fdg train", description="Train an agent.", allow_abbrev=False
+    )
+    common.add_config_flag(parser)
+    parser.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue the run in this folder from its latest checkpoint, with its own config; "
+        "with --total-steps, to that budget (an extension: its schedules keep the horizon they "
+        "ran under)",
+    )
+    common.add_run_flags(parser, spec)
+    common.add_hparam_flags(parser, spec)
+    return parser
+
+
+def run(argv: list[str]) -> int:
+    """``jaxrl-fdg train ARGV``; returns the exit status."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--config")
+    pre.add_argument("--algo")
+    pre.add_argument("--resume")
+    known, _ = pre.parse_known_args(argv)
+    data: dict[str, Any] = {}
+    algo = cfg.TrainConfig.algo
+    if known.resume:
+        if known.config:
+            raise ConfigError("--resume takes the run's own config; --config cannot be given")
+        known.config = str(Path(known.resume) / "config.toml")
+        if not Path(known.config).is_file():
+            raise ConfigError(f"{known.resume!r} is not a run folder (it has no config.toml)")
+    if known.config:
+        data, algo = common.read_config(known.config)
+        _check_algo_flag(known, algo, data)
+    args = parser(known.algo or algo).parse_args(argv)
+    config = common.config_from(args, data, skip=("config", "resume"))
+
+    result = train(config, print_summary=True, resume=args.resume)
+    if result.run_dir is not None:
+        print(f"run folder: {result.run_dir}")
+    if result.summary["status"] == "interrupted":  # stopped by a signal, at a safe point
+        return signals.exit_code(signal.Signals[result.summary.get("signal", "SIGINT")])
+    return 0
+
+
+def _check_algo_flag(known: argparse.Namespace, algo: str, data: dict[str, Any]) -> None:
+    """``--algo`` beside a config that names another algorithm: a resumed run keeps its own,
+    and a config's hyperparameters belong to the algorithm it names."""
+    if not known.algo or known.algo == algo:
+        return
+    if known.resume:
+        raise ConfigError(
+            f"{known.resume!r} was trained with --algo {algo}; a resumed run keeps its "
+            f"algorithm (leave out --algo {known.algo}, or start a new run with it)"
+        )
+    if data.get("hparams"):
+        raise ConfigError(
+            f"{known.config}: its hparams are {algo}'s, and --algo {known.algo} takes its own "
+            f"(leave out --algo, or the file's hparams table)"
+        )
