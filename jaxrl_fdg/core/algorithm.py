@@ -14,7 +14,7 @@ import dataclasses
 import difflib
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import optax
 
@@ -23,7 +23,13 @@ from jaxrl_fdg.core.fragment import Fragment, Role
 from jaxrl_fdg.errors import ConfigError, GraphError
 
 if TYPE_CHECKING:
+    from jaxrl_fdg.envs.base import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
     from jaxrl_fdg.envs.spaces import Space
+
+# An algorithm's hyperparameter dataclass. Covariant: a context whose hparams are a subclass's
+# (PPOConfig) serves where one of the base class's (ActorCriticConfig) is asked for.
+H = TypeVar("H", covariant=True)
 
 
 def _identity(tree: Any) -> Any:
@@ -38,8 +44,11 @@ def hparam(default: Any, help: str) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class AlgorithmContext:
+class AlgorithmContext(Generic[H]):
     """Static facts an algorithm needs to build its fragments.
+
+    Generic in the algorithm's hyperparameters: ``build(ctx: AlgorithmContext[PPOConfig])``
+    types ``ctx.hparams`` as a ``PPOConfig``.
 
     Attributes:
       observation_space, action_space: of a single environment.
@@ -49,7 +58,7 @@ class AlgorithmContext:
       num_iterations: the iterations that schedules depending on the budget span: the run's
         own (``total_steps``), unless ``schedule_steps`` gives others, as it does for a run
         extended past its first budget. Past them, a schedule holds its last value.
-      hparams: the algorithm's own hyperparameter dataclass.
+      hparams: the algorithm's own hyperparameter dataclass, of type ``H``.
       combine_gradients: set by the placement, never called by an algorithm: the identity on one
         device, a mean over the shards of a data-parallel run. :meth:`optimizer` applies it to
         gradients, :meth:`pool` to other statistics.
@@ -63,10 +72,10 @@ class AlgorithmContext:
     num_envs: int
     rollout_len: int
     num_iterations: int
-    hparams: Any
+    hparams: H
     combine_gradients: Callable[[Any], Any] = _identity
-    env: Any = None
-    env_params: Any = None
+    env: Environment[Any, Any] | HostSimulator | None = None
+    env_params: Any = None  # the Environment's params (its own pytree type); None on the host
 
     @property
     def batch_size(self) -> int:
