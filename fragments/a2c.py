@@ -61,13 +61,13 @@ class A2CConfig(ac.ActorCriticConfig):
         validate.in_range("optimizer_eps", self.optimizer_eps, 0.0, 1.0, low_open=True)
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[A2CConfig]) -> None:
     """Reject configurations A2C cannot run, before anything is compiled."""
     ac.check("a2c", ctx)
 
 
-def optimizer(ctx: AlgorithmContext) -> optax.GradientTransformation:
-    hp: A2CConfig = ctx.hparams
+def optimizer(ctx: AlgorithmContext[A2CConfig]) -> optax.GradientTransformation:
+    hp = ctx.hparams
 
     def make(lr):
         if hp.optimizer == "adam":
@@ -77,8 +77,8 @@ def optimizer(ctx: AlgorithmContext) -> optax.GradientTransformation:
     return ac.optimizer(ctx, ctx.num_iterations, make)
 
 
-def build(ctx: AlgorithmContext) -> Algorithm:
-    hp: A2CConfig = ctx.hparams
+def build(ctx: AlgorithmContext[A2CConfig]) -> Algorithm:
+    hp = ctx.hparams
     policy = ac.Policy(ctx)
     tx = optimizer(ctx)
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -111,7 +111,7 @@ class ActorCriticConfig:
         validate.positive_int("memory_size", self.memory_size)
 
 
-def check(name: str, ctx: AlgorithmContext) -> None:
+def check(name: str, ctx: AlgorithmContext[ActorCriticConfig]) -> None:
     """Reject spaces the policy cannot handle, before anything is compiled."""
     space, obs_shape = ctx.action_space, tuple(ctx.observation_space.shape)
     if isinstance(space, Box):
@@ -265,8 +265,22 @@ def total_loss(
     return total, metrics
 
 
+class OptimizerConfig(Protocol):
+    """The hyperparameters :func:`optimizer` reads: an :class:`ActorCriticConfig`'s, or another
+    config with the same three fields (PQN's)."""
+
+    @property
+    def lr(self) -> float: ...
+
+    @property
+    def anneal_lr(self) -> bool: ...
+
+    @property
+    def max_grad_norm(self) -> float: ...
+
+
 def optimizer(
-    ctx: AlgorithmContext,
+    ctx: AlgorithmContext[OptimizerConfig],
     num_updates: int,
     make: Callable[[float | optax.Schedule], optax.GradientTransformation],
 ) -> optax.GradientTransformation:
@@ -280,7 +294,7 @@ def optimizer(
     quarter of A2C's scan program. One vector takes a few kernels in all; the global norm is then
     summed over the vector rather than array by array, which rounds its last bit differently
     (docs/decisions.md, "Fewer kernels to compile")."""
-    hp: ActorCriticConfig = ctx.hparams
+    hp = ctx.hparams
     lr: float | optax.Schedule = hp.lr
     if hp.anneal_lr:
         lr = optax.linear_schedule(hp.lr, 0.0, num_updates)
@@ -336,7 +350,7 @@ def rollout_learner(
 
 def algorithm(
     name: str,
-    ctx: AlgorithmContext,
+    ctx: AlgorithmContext[ActorCriticConfig],
     policy: Policy,
     tx: optax.GradientTransformation,
     update: Callable[[LearnerState, Any, jax.Array], tuple[LearnerState, Metrics]],

@@ -7,7 +7,7 @@ memory. See :mod:`jaxrl_fdg.fragments.actor_critic` for how the fragments use th
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +22,9 @@ from jaxrl_fdg.fragments import normalization
 from jaxrl_fdg.fragments.networks import ActorCritic, GaussianActorCritic
 from jaxrl_fdg.fragments.normalization import ObservationMoments
 from jaxrl_fdg.fragments.recurrent import RecurrentActorCritic, memory_width, reset_memory
+
+if TYPE_CHECKING:  # actor_critic imports this module
+    from jaxrl_fdg.fragments.actor_critic import ActorCriticConfig
 
 
 class Batch(NamedTuple):
@@ -55,8 +58,8 @@ class Policy:
     """The policy and value network of an actor-critic, for a Discrete or a Box action space,
     feed-forward or (``memory`` gru or lstm) recurrent."""
 
-    def __init__(self, ctx: AlgorithmContext):
-        hp = ctx.hparams  # an ActorCriticConfig
+    def __init__(self, ctx: AlgorithmContext[ActorCriticConfig]):
+        hp = ctx.hparams
         space = ctx.action_space
         common = dict(
             hidden_sizes=tuple(hp.hidden_sizes),

@@ -74,12 +74,12 @@ def expected_q(logits: jax.Array, atoms: jax.Array) -> jax.Array:
     return jnp.sum(jax.nn.softmax(logits, axis=-1) * atoms, axis=-1)
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[C51Config]) -> None:
     dqn.check_discrete(ctx, "c51")
 
 
-def build(ctx: AlgorithmContext) -> Algorithm:
-    hp: C51Config = ctx.hparams
+def build(ctx: AlgorithmContext[C51Config]) -> Algorithm:
+    hp = ctx.hparams
     net = CategoricalQNetwork(
         num_actions=ctx.action_space.n,
         num_atoms=hp.num_atoms,

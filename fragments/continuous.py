@@ -83,7 +83,7 @@ class ContinuousConfig(offpolicy.OffPolicyConfig):
         validate.choice("activation", self.activation, ACTIVATIONS)
 
 
-def check(name: str, ctx: AlgorithmContext) -> None:
+def check(name: str, ctx: AlgorithmContext[ContinuousConfig]) -> None:
     """A bounded Box action space, and the checks every off-policy algorithm makes."""
     offpolicy.check_box(name, ctx.action_space)
     offpolicy.check(ctx)
@@ -118,8 +118,8 @@ def action_dim(ctx: AlgorithmContext) -> int:
     return math.prod(ctx.action_space.shape)
 
 
-def critic_network(ctx: AlgorithmContext) -> ContinuousCritic:
-    hp: ContinuousConfig = ctx.hparams
+def critic_network(ctx: AlgorithmContext[ContinuousConfig]) -> ContinuousCritic:
+    hp = ctx.hparams
     return ContinuousCritic(
         num_critics=hp.num_critics,
         hidden_sizes=tuple(hp.hidden_sizes),
@@ -197,7 +197,7 @@ def critic_step(
 def td_critic_step(
     net: ContinuousCritic,
     tx: optax.GradientTransformation,
-    ctx: AlgorithmContext,
+    ctx: AlgorithmContext[ContinuousConfig],
     critic: Critic,
     sample: Any,
     next_action: jax.Array,
@@ -218,7 +218,7 @@ def td_critic_step(
 
     Returns ``(critic, metrics, td_error [B])``.
     """
-    hp: ContinuousConfig = ctx.hparams
+    hp = ctx.hparams
     exp = sample.transitions
     q_next = net.apply(critic.target_params, exp.next_observation, next_action).min(axis=0)
     if entropy is not None:
@@ -241,7 +241,7 @@ def td_critic_step(
 
 def build(
     name: str,
-    ctx: AlgorithmContext,
+    ctx: AlgorithmContext[ContinuousConfig],
     explore: Callable[[Any, jax.Array, jax.Array], jax.Array],
     mode: Callable[[Any, jax.Array], jax.Array],
     init: Callable[[jax.Array], Any],
@@ -257,7 +257,7 @@ def build(
       init, learn: the learner fragment's ``init`` and ``apply``; the learner state's field
         ``actor`` is an :class:`Optimized` whose ``params`` are published to the actor.
     """
-    hp: ContinuousConfig = ctx.hparams
+    hp = ctx.hparams
     space = ctx.action_space
 
     def published(state):

@@ -100,8 +100,8 @@ def target_action(hp: DPGConfig, action: jax.Array, key: jax.Array) -> jax.Array
 def make_build(name: str):
     """``build`` for the algorithm registered as ``name``; only the hyperparameters differ."""
 
-    def build(ctx: AlgorithmContext) -> Algorithm:
-        hp: DPGConfig = ctx.hparams
+    def build(ctx: AlgorithmContext[DPGConfig]) -> Algorithm:
+        hp = ctx.hparams
         actor_net = DeterministicActor(
             action_dim=continuous.action_dim(ctx),
             hidden_sizes=tuple(hp.hidden_sizes),
@@ -133,7 +133,7 @@ def make_build(name: str):
 
 
 def _learner(
-    ctx: AlgorithmContext,
+    ctx: AlgorithmContext[DPGConfig],
     actor_net: DeterministicActor,
     critic_net: ContinuousCritic,
     actor_tx: optax.GradientTransformation,
@@ -144,7 +144,7 @@ def _learner(
     One update steps the critic toward ``y`` (``key`` draws the target smoothing noise), then,
     every ``policy_delay``-th update, the actor against the new critic and all targets.
     """
-    hp: DPGConfig = ctx.hparams
+    hp = ctx.hparams
 
     def learn(state: DPGState, inputs, key):
         sample = inputs[BATCH]

@@ -116,11 +116,11 @@ class QHead(NamedTuple):
     loss: Callable[[Any, Any, Any], tuple[jax.Array, jax.Array, dict[str, jax.Array]]]
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[DQNConfig]) -> None:
     check_discrete(ctx, "dqn")
 
 
-def check_discrete(ctx: AlgorithmContext, name: str) -> None:
+def check_discrete(ctx: AlgorithmContext[DQNConfig], name: str) -> None:
     """The checks of every Q-learning variant: discrete actions, then the off-policy ones."""
     if not isinstance(ctx.action_space, Discrete):
         raise ConfigError(
@@ -130,8 +130,8 @@ def check_discrete(ctx: AlgorithmContext, name: str) -> None:
     offpolicy.check(ctx)
 
 
-def build(ctx: AlgorithmContext) -> Algorithm:
-    hp: DQNConfig = ctx.hparams
+def build(ctx: AlgorithmContext[DQNConfig]) -> Algorithm:
+    hp = ctx.hparams
     net = QNetwork(
         num_actions=ctx.action_space.n,
         hidden_sizes=tuple(hp.hidden_sizes),
@@ -174,12 +174,12 @@ def scalar_head(net: QNetwork, hp: DQNConfig) -> QHead:
     return QHead(net, net.apply, target, loss)
 
 
-def build_q_learning(ctx: AlgorithmContext, name: str, head: QHead) -> Algorithm:
+def build_q_learning(ctx: AlgorithmContext[DQNConfig], name: str, head: QHead) -> Algorithm:
     """The algorithm ``name``: a Q-learning ``head`` on the shared DQN actor, learner and replay.
 
     ``ctx.hparams`` is a :class:`DQNConfig` (or a subclass of it).
     """
-    hp: DQNConfig = ctx.hparams
+    hp = ctx.hparams
     tx = ctx.optimizer(optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr)))
     total_steps = ctx.num_iterations * ctx.batch_size
     epsilon = exploration.epsilon_schedule(

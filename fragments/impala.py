@@ -55,7 +55,7 @@ class IMPALAConfig(a2c.A2CConfig):
         validate.positive("c_bar", self.c_bar)
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[IMPALAConfig]) -> None:
     """Reject configurations IMPALA cannot run, before anything is compiled."""
     ac.check("impala", ctx)
     if ctx.hparams.memory != "none":
@@ -65,8 +65,8 @@ def check(ctx: AlgorithmContext) -> None:
         )
 
 
-def build(ctx: AlgorithmContext) -> Algorithm:
-    hp: IMPALAConfig = ctx.hparams
+def build(ctx: AlgorithmContext[IMPALAConfig]) -> Algorithm:
+    hp = ctx.hparams
     policy = ac.Policy(ctx)
     tx = a2c.optimizer(ctx)
 

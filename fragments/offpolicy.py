@@ -121,7 +121,7 @@ class Experience(NamedTuple):
     next_observation: jax.Array
 
 
-def updates_per_iteration(ctx: AlgorithmContext) -> int:
+def updates_per_iteration(ctx: AlgorithmContext[OffPolicyConfig]) -> int:
     """``utd_ratio × num_envs × rollout_len``, which must be a whole number ≥ 1."""
     hp = ctx.hparams
     exact = hp.utd_ratio * ctx.batch_size
@@ -133,7 +133,7 @@ def updates_per_iteration(ctx: AlgorithmContext) -> int:
     return round(exact)
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[OffPolicyConfig]) -> None:
     """The checks every off-policy algorithm makes before compiling."""
     hp = ctx.hparams
     updates_per_iteration(ctx)
@@ -183,7 +183,7 @@ def example_experience(ctx: AlgorithmContext) -> Experience:
     return Experience(observation, jnp.zeros(act_space.shape, dtype), scalar, scalar, observation)
 
 
-def storage(ctx: AlgorithmContext) -> tuple[str, int]:
+def storage(ctx: AlgorithmContext[OffPolicyConfig]) -> tuple[str, int]:
     """``(kind, K)``: how the replay stores observations (``"transitions"`` or ``"frames"``) and,
     for frames, how many are stacked on the observation's last axis.
 
@@ -213,7 +213,7 @@ def storage(ctx: AlgorithmContext) -> tuple[str, int]:
     return kind, stack
 
 
-def replay_buffer(ctx: AlgorithmContext, gamma: float) -> FrameReplay:
+def replay_buffer(ctx: AlgorithmContext[OffPolicyConfig], gamma: float) -> FrameReplay:
     """The replay's pure functions from :class:`OffPolicyConfig` fields of ``ctx.hparams``,
     storing observations as :func:`storage` says: whole n-step transitions (``gamma`` discounts
     their returns), or each frame once (:mod:`~jaxrl_fdg.fragments.replay.frames`). Either way
@@ -255,7 +255,7 @@ def replay_buffer(ctx: AlgorithmContext, gamma: float) -> FrameReplay:
     )
 
 
-def replay(ctx: AlgorithmContext, gamma: float) -> Fragment:
+def replay(ctx: AlgorithmContext[OffPolicyConfig], gamma: float) -> Fragment:
     """The replay fragment over :func:`replay_buffer`: its ``apply`` stores each rollout as
     n-step experience (``gamma`` discounts the returns), its ``sample`` method writes the
     ``batch`` of a round, its ``update`` method takes the ``td_error`` as new priorities. It
@@ -304,7 +304,7 @@ def warmed_up(learning_starts: int) -> Condition:
     )
 
 
-def update_rounds(ctx: AlgorithmContext) -> Rounds:
+def update_rounds(ctx: AlgorithmContext[OffPolicyConfig]) -> Rounds:
     """An off-policy learner's cadence: :func:`updates_per_iteration` rounds per iteration once
     it has :func:`warmed_up`."""
     return rounds(updates_per_iteration(ctx), when=warmed_up(ctx.hparams.learning_starts))
@@ -323,7 +323,7 @@ def update_target(target: Any, online: Any, updates: jax.Array, tau: float, peri
 
 
 def actor_and_learner(
-    ctx: AlgorithmContext,
+    ctx: AlgorithmContext[OffPolicyConfig],
     act: Any,
     init: Any,
     learn: Any,

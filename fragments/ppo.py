@@ -51,7 +51,7 @@ class PPOConfig(ac.ActorCriticConfig):
         validate.positive_int("num_minibatches", self.num_minibatches)
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[PPOConfig]) -> None:
     """Reject configurations PPO cannot run, before anything is compiled."""
     ac.check("ppo", ctx)
     validate.divides(
@@ -60,7 +60,7 @@ def check(ctx: AlgorithmContext) -> None:
         "num_envs × rollout_len",
         ctx.batch_size,
     )
-    hp: PPOConfig = ctx.hparams
+    hp = ctx.hparams
     if hp.memory != "none":  # minibatches of whole env sequences
         validate.divides(
             "num_minibatches",
@@ -70,14 +70,14 @@ def check(ctx: AlgorithmContext) -> None:
         )
 
 
-def optimizer(ctx: AlgorithmContext) -> optax.GradientTransformation:
-    hp: PPOConfig = ctx.hparams
+def optimizer(ctx: AlgorithmContext[PPOConfig]) -> optax.GradientTransformation:
+    hp = ctx.hparams
     updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
     return ac.optimizer(ctx, updates, lambda lr: optax.adam(lr, eps=1e-5))
 
 
-def build(ctx: AlgorithmContext) -> Algorithm:
-    hp: PPOConfig = ctx.hparams
+def build(ctx: AlgorithmContext[PPOConfig]) -> Algorithm:
+    hp = ctx.hparams
     policy = ac.Policy(ctx)
     tx = optimizer(ctx)
 

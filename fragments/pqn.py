@@ -91,7 +91,7 @@ class PQNConfig:
         validate.choice("torso", self.torso, TORSOS)
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[PQNConfig]) -> None:
     """Reject configurations PQN cannot run, before anything is compiled."""
     if not isinstance(ctx.action_space, Discrete):
         raise ConfigError(
@@ -128,8 +128,8 @@ def make_batch(net: QNetwork, params, trajectory: Transition, hp: PQNConfig) -> 
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
 
 
-def build(ctx: AlgorithmContext) -> Algorithm:
-    hp: PQNConfig = ctx.hparams
+def build(ctx: AlgorithmContext[PQNConfig]) -> Algorithm:
+    hp = ctx.hparams
     net = QNetwork(
         num_actions=ctx.action_space.n,
         hidden_sizes=tuple(hp.hidden_sizes),

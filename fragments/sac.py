@@ -69,7 +69,7 @@ class SACState(NamedTuple):
     updates: jax.Array
 
 
-def check(ctx: AlgorithmContext) -> None:
+def check(ctx: AlgorithmContext[SACConfig]) -> None:
     continuous.check("sac", ctx)
 
 
@@ -86,8 +86,8 @@ def sample_policy(
     return dist.tanh_gaussian_sample(key, mean, log_std)
 
 
-def build(ctx: AlgorithmContext) -> Algorithm:
-    hp: SACConfig = ctx.hparams
+def build(ctx: AlgorithmContext[SACConfig]) -> Algorithm:
+    hp = ctx.hparams
     actor_net = SquashedGaussianActor(
         action_dim=continuous.action_dim(ctx),
         hidden_sizes=tuple(hp.hidden_sizes),
@@ -122,7 +122,7 @@ def build(ctx: AlgorithmContext) -> Algorithm:
 
 
 def _learner(
-    ctx: AlgorithmContext,
+    ctx: AlgorithmContext[SACConfig],
     actor_net: SquashedGaussianActor,
     critic_net: ContinuousCritic,
     actor_tx: optax.GradientTransformation,
@@ -134,7 +134,7 @@ def _learner(
     One update steps the critic toward ``y``, the actor on ``L_π`` against the new critic, then
     ``log α`` on ``L_α`` with the actor step's log-probabilities (see the module docstring).
     """
-    hp: SACConfig = ctx.hparams
+    hp = ctx.hparams
     target_entropy = -float(continuous.action_dim(ctx))
 
     def learn(state: SACState, inputs, key):
