@@ -68,7 +68,7 @@ def novelty(observation_shape: tuple[int, ...]) -> rl.Fragment:
     )
 
 
-def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
+def build(ctx: rl.AlgorithmContext[ppo.PPOConfig]) -> rl.Algorithm:
     shape = tuple(ctx.observation_space.shape)
     return ppo.SPEC.build(ctx).with_fragments(novelty(shape))
 

@@ -56,8 +56,8 @@ class Config(ppo.PPOConfig):
         validate.positive_int("graph_eval_episodes", self.graph_eval_episodes)
 
 
-def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
-    hp: Config = ctx.hparams
+def build(ctx: rl.AlgorithmContext[Config]) -> rl.Algorithm:
+    hp = ctx.hparams
     algorithm = ppo.SPEC.build(ctx)._replace(name="ppo-periodic-eval")
     # The library's evaluator, as a fragment of cadence every(N): it reads the learner's
     # published params and reports eval_return, eval_return_std and eval_length as metrics.
@@ -67,7 +67,7 @@ def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
     return algorithm.with_fragments(evaluator)
 
 
-def check(ctx: rl.AlgorithmContext) -> None:
+def check(ctx: rl.AlgorithmContext[Config]) -> None:
     ppo.check(ctx)
     if ctx.env is None or getattr(ctx.env, "on_host", False):
         # A host simulator steps outside the compiled program: nothing to play inside it.

@@ -144,8 +144,8 @@ class AuxBatch(NamedTuple):  # the kept rollouts flattened to [N·T·B, ...]
     old_log_probs: jax.Array  # log π_old(·|s) [N·T·B, A], fixed for the whole phase
 
 
-def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
-    hp: PPGConfig = ctx.hparams
+def build(ctx: rl.AlgorithmContext[PPGConfig]) -> rl.Algorithm:
+    hp = ctx.hparams
     obs_shape = tuple(ctx.observation_space.shape)
     policy_net = PolicyNetwork(ctx.action_space.n, tuple(hp.hidden_sizes), hp.activation)
     value_net = MLP(tuple(hp.hidden_sizes), 1, hp.activation, out_scale=1.0)
@@ -298,9 +298,9 @@ def gradient_step(loss, tx: optax.GradientTransformation):
     return update
 
 
-def check(ctx: rl.AlgorithmContext) -> None:
+def check(ctx: rl.AlgorithmContext[PPGConfig]) -> None:
     """Refuse what this PPG cannot run, before anything compiles."""
-    hp: PPGConfig = ctx.hparams
+    hp = ctx.hparams
     if not isinstance(ctx.action_space, Discrete):
         raise rl.ConfigError(
             f"this PPG needs a Discrete action space, got {type(ctx.action_space).__name__}"

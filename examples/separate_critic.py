@@ -105,8 +105,8 @@ def advantages(hp: Config, critic: Any, traj: rl.Transition) -> tuple[jax.Array,
     )
 
 
-def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
-    hp: Config = ctx.hparams
+def build(ctx: rl.AlgorithmContext[Config]) -> rl.Algorithm:
+    hp = ctx.hparams
     obs = jnp.zeros(ctx.observation_space.shape, jnp.float32)
     policy_net = MLP(tuple(hp.hidden_sizes), ctx.action_space.n, hp.activation, out_scale=0.01)
 
@@ -205,7 +205,7 @@ def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
     return rl.Algorithm("separate-critic", actor, learner, policy=greedy, extra=(critic,))
 
 
-def check(ctx: rl.AlgorithmContext) -> None:
+def check(ctx: rl.AlgorithmContext[Config]) -> None:
     if not isinstance(ctx.action_space, Discrete):
         raise rl.ConfigError(
             "this actor-critic needs a Discrete action space, got "

@@ -73,8 +73,8 @@ def vtrace_targets(values, next_values, reward, terminated, truncated, rho, c, g
     return targets, advantages
 
 
-def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
-    hp: VTraceConfig = ctx.hparams
+def build(ctx: rl.AlgorithmContext[VTraceConfig]) -> rl.Algorithm:
+    hp = ctx.hparams
     actions = ctx.action_space.n
     policy_net = MLP((hp.hidden, hp.hidden), actions, out_scale=0.01)
     value_net = MLP((hp.hidden, hp.hidden), 1)
@@ -147,7 +147,7 @@ def build(ctx: rl.AlgorithmContext) -> rl.Algorithm:
     return rl.Algorithm("vtrace", actor, learner, policy=greedy)
 
 
-def check(ctx: rl.AlgorithmContext) -> None:
+def check(ctx: rl.AlgorithmContext[VTraceConfig]) -> None:
     if not isinstance(ctx.action_space, Discrete):
         raise rl.ConfigError(
             f"vtrace needs a Discrete action space, got {type(ctx.action_space).__name__}"
