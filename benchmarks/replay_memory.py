@@ -39,11 +39,11 @@ _CHILD = """
 import json, resource, sys, time
 import jax
 import jaxrl_fdg as rl
-from jaxrl_fdg.policies import fusion
+from jaxrl_fdg.policies import plan
 
 case = json.loads(sys.argv[1])
 if not case.pop("donate"):
-    fusion.DONATE_BYTES = float("inf")
+    plan.DONATE_BYTES = float("inf")
 sizes = case.pop("sizes")
 config = rl.TrainConfig(
     algo="dqn", env="envpool/Breakout-v5", out=None, progress=False,

@@ -90,7 +90,7 @@ def _state_bytes(run: Path) -> list[bytes]:
 
     config = rl.config.from_mapping(rl.config.load(run / "config.toml")).replace(out=None)
     resolved = rl.resolve(config)
-    like = jax.jit(rl.build_loop(resolved).init)(resolved.placement.initial_key(resolved))
+    like = jax.jit(rl.build_loop(resolved).init)(resolved.placement.initial_key(resolved.request))
     checkpointer = Checkpointer(run / "checkpoints")
     try:
         state = checkpointer.restore(like)

@@ -1,8 +1,10 @@
 """Resolution: every value of a :class:`TrainConfig` checked once, and the objects it names built.
 
 All errors are :class:`ConfigError` naming the value and, where finite, the valid choices,
-raised before anything compiles. Placement-specific checks are the placement's own
-(``jaxrl_fdg.policies``): this module asks the placement object, never looks inside it.
+raised before anything compiles. What a placement runs is its own declaration
+(``jaxrl_fdg.policies``): this module hands it a :class:`~jaxrl_fdg.policies.Request`, the few
+facts of the configuration a placement depends on, and ``policies.check`` refuses what the
+placement does not declare.
 """
 
 from __future__ import annotations
@@ -11,17 +13,17 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from jaxrl_fdg import envs, plugins, policies, validate
+from jaxrl_fdg import envs, plugins, policies, tuning, validate
 from jaxrl_fdg.config import loggers
 from jaxrl_fdg.config.schema import TrainConfig
-from jaxrl_fdg.config.sweeps import Distribution, Lane, is_search, lanes, split_sweep
+from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
 from jaxrl_fdg.config.values import make_hparams
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.lagged import POLICY_LAGS
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import population
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
+from jaxrl_fdg.tuning import Distribution, is_search
 
 SEED_MAX = 2**32 - 1
 
@@ -34,6 +36,7 @@ class Resolved(NamedTuple):
       sweep: the values of each swept hyperparameter (empty without a sweep).
       lanes: the runs the configuration describes (seeds × sweep points), computed once.
       placement: the execution policy that runs them.
+      request: what the run asks of its placement (``policies.Request``).
       candidates: with ``placement = auto``, each candidate placement's own resolution, by name
         (what :func:`auto_placements` returns; the fields above are the first one's); else None.
     """
@@ -47,6 +50,7 @@ class Resolved(NamedTuple):
     sweep: dict[str, tuple[float, ...]]
     lanes: tuple[Lane, ...]
     placement: policies.Placement
+    request: policies.Request
     candidates: dict[str, Resolved] | None = None
 
 
@@ -69,7 +73,8 @@ def resolve(config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None) -
     # (jaxrl_fdg.run.autotune) and goes on with the fastest one's own resolution.
     found, refused = {}, {}
     for name in policies.registered():
-        devices = policies.get(name).auto_devices(config)
+        asked = request(config.replace(placement=name), env, (Lane(config.seed, {}),))
+        devices = policies.auto_devices(policies.get(name), asked)
         if devices is None:
             refused[name] = "this machine has one device"
             continue
@@ -104,12 +109,12 @@ def _place(
             )
     _, sweep = split_sweep(spec, config.hparams)
     runs = lanes(config, sweep)
-    population.check(config, sweep, len(runs))
-    placement = policies.select(config, len(runs))
+    tuning.check(config, sweep, len(runs))
+    asked = request(config, env, runs)
+    placement = policies.select(asked)
     if config.fusion == policies.AUTO_FUSION:  # checked in the most fused mode it runs
-        placement.check(config.replace(fusion=placement.fusion_modes[-1]), env, spec)
-    else:
-        placement.check(config, env, spec)
+        asked = asked._replace(fusion=tuple(placement.plans)[-1])
+    policies.check(placement, asked)
     if env.on_host:  # a host simulator knows its spaces itself
         spaces = env.observation_space, env.action_space
     else:
@@ -124,9 +129,26 @@ def _place(
         env=env,
         env_params=env_params,
     )
-    context = placement.context(config, context)
+    context = placement.context(asked, context)
     spec.check(context)
-    return Resolved(config, spec, hparams, env, env_params, context, sweep, runs, placement)
+    return Resolved(config, spec, hparams, env, env_params, context, sweep, runs, placement, asked)
+
+
+def request(config: TrainConfig, env: Any, runs: tuple[Lane, ...]) -> policies.Request:
+    """What a run of ``config`` on ``env`` with lanes ``runs`` asks of its placement."""
+    return policies.Request(
+        placement=config.placement,
+        fusion=config.fusion,
+        devices=config.devices,
+        num_envs=config.num_envs,
+        policy_lag=config.policy_lag,
+        env=config.env,
+        env_on_host=bool(env.on_host),
+        backend=config.dp_backend,
+        processes=config.num_processes,
+        seeds=tuple(lane.seed for lane in runs),
+        num_seeds=config.num_seeds,
+    )
 
 
 def auto_placements(config: TrainConfig, spec: AlgorithmSpec | None = None) -> dict[str, Resolved]:
@@ -167,7 +189,7 @@ def check_values(
     validate.positive_int("devices", config.devices)
     validate.choice("dp_backend", config.dp_backend, policies.DP_BACKENDS)
     _check_autos_in_one_process(config)
-    policies.check_processes(config)
+    policies.check_processes(config.num_processes, config.process_id, config.coordinator)
     validate.choice("policy_lag", config.policy_lag, POLICY_LAGS)
     loggers.check(config.logger)
     if not isinstance(config.seed, int) or isinstance(config.seed, bool):

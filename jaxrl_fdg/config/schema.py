@@ -106,7 +106,7 @@ class TrainConfig:
         ``uniform:LOW:HIGH``), the number of points a random search draws; lane ``i`` has seed
         ``seed + i`` and computes what that point run alone with that seed computes.
       pbt_every, pbt_quantile, pbt_perturb, pbt_resample: population-based training across
-        the lanes (:mod:`jaxrl_fdg.policies.population`): every ``pbt_every`` env steps the
+        the lanes (:mod:`jaxrl_fdg.tuning.population`): every ``pbt_every`` env steps the
         lanes are ranked by ``rank_metric``; the worst ``pbt_quantile`` copy a lane of the
         best ``pbt_quantile`` (its learner, optimizer, normaliser and replay) and multiply
         each swept hyperparameter by one of ``pbt_perturb``'s factors, or draw it afresh with

@@ -3,8 +3,8 @@ at random).
 
 A list of values given for a float hyperparameter sweeps it (a grid); a distribution,
 ``loguniform:LOW:HIGH`` or ``uniform:LOW:HIGH``, makes the run a random search of ``num_lanes``
-points, each lane with a seed of its own. All lanes run in one vmapped program
-(``jaxrl_fdg.policies.replication``). The lanes are computed once, by
+points, each lane with a seed of its own (drawn by :mod:`jaxrl_fdg.tuning.search`). All lanes run
+in one vmapped program (``jaxrl_fdg.policies.replication``). The lanes are computed once, by
 :func:`jaxrl_fdg.config.resolve`, and read from ``Resolved.lanes`` everywhere else.
 """
 
@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import typing
 from collections.abc import Mapping
 from typing import Any, NamedTuple
-
-import numpy as np
 
 from jaxrl_fdg.config.schema import TrainConfig
 from jaxrl_fdg.config.values import coerce
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.tuning.search import DISTRIBUTIONS, Distribution, Swept, draw_points, is_search
 
 
 class Lane(NamedTuple):
@@ -38,37 +36,6 @@ class Lane(NamedTuple):
         return "-".join([*(f"{k}={v!r}" for k, v in self.point.items()), f"seed-{self.seed}"])
 
 
-@dataclasses.dataclass(frozen=True)
-class Distribution:
-    """A hyperparameter's search range: ``loguniform`` (uniform in its logarithm) or
-    ``uniform`` between ``low`` and ``high``."""
-
-    kind: str
-    low: float
-    high: float
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.low!r}:{self.high!r}"
-
-    def sample(self, rng: np.random.Generator) -> float:
-        if self.kind == "loguniform":
-            return float(np.float32(math.exp(rng.uniform(math.log(self.low), math.log(self.high)))))
-        return float(np.float32(rng.uniform(self.low, self.high)))
-
-
-DISTRIBUTIONS = ("loguniform", "uniform")
-# Mixed into the seed of the random search's draws, so they are not the run's key stream.
-_SEARCH_STREAM = 0x5EA6C4
-
-# A swept hyperparameter: its values (a grid) or its range (a random search).
-Swept = tuple[float, ...] | Distribution
-
-
-def is_search(sweep: Mapping[str, Swept]) -> bool:
-    """Whether ``sweep`` draws its points at random (any hyperparameter given a range)."""
-    return any(isinstance(v, Distribution) for v in sweep.values())
-
-
 def lanes(config: TrainConfig, sweep: Mapping[str, Swept]) -> tuple[Lane, ...]:
     """The runs ``config`` describes, in the order of the vmapped axis.
 
@@ -78,16 +45,7 @@ def lanes(config: TrainConfig, sweep: Mapping[str, Swept]) -> tuple[Lane, ...]:
     drawn uniformly from the list; the draws depend on ``seed`` alone.
     """
     if is_search(sweep):
-        rng = np.random.default_rng([config.seed, _SEARCH_STREAM])
-        draws = []
-        for _ in range(config.num_lanes):
-            point = {}
-            for name, swept in sweep.items():
-                if isinstance(swept, Distribution):
-                    point[name] = swept.sample(rng)
-                else:
-                    point[name] = swept[int(rng.integers(len(swept)))]
-            draws.append(point)
+        draws = draw_points(config.seed, config.num_lanes, sweep)
         return tuple(Lane(config.seed + i, point) for i, point in enumerate(draws))
     points = [
         dict(zip(sweep, values, strict=True)) for values in itertools.product(*sweep.values())

@@ -22,11 +22,21 @@ from jaxrl_fdg.core.cadence import (
     rounds,
 )
 from jaxrl_fdg.core.evaluation import in_graph_evaluator
-from jaxrl_fdg.core.fragment import EmptyState, Fragment, Method, Role, call, fragment, published
-from jaxrl_fdg.core.graph import Call, Edge, Graph, Node, Rollout, Schedule
-from jaxrl_fdg.core.lagged import LaggedLoop
-from jaxrl_fdg.core.loop import Loop, RolloutCarry, episode_metrics, iterations_done
-from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
+from jaxrl_fdg.core.fragment import (
+    EmptyState,
+    Fragment,
+    Method,
+    Role,
+    Site,
+    call,
+    fragment,
+    published,
+)
+from jaxrl_fdg.core.graph import Call, Edge, EdgeKind, Graph, Node, Rollout, Schedule
+from jaxrl_fdg.core.lagged import LaggedLoop, lagged
+from jaxrl_fdg.core.loop import episode_metrics, iterations_done, make_loop
+from jaxrl_fdg.core.record import Loop, LoopInfo
+from jaxrl_fdg.core.step import Driver, RolloutCarry
 from jaxrl_fdg.core.types import LoopState, Pending, Transition
 
 __all__ = [
@@ -38,7 +48,9 @@ __all__ = [
     "Cadence",
     "Call",
     "Condition",
+    "Driver",
     "Edge",
+    "EdgeKind",
     "Every",
     "EmptyState",
     "Fragment",
@@ -47,9 +59,8 @@ __all__ = [
     "LaggedLoop",
     "Loop",
     "LoopBuilder",
-    "LoopLike",
+    "LoopInfo",
     "LoopState",
-    "LoopWrapper",
     "Method",
     "Node",
     "Pending",
@@ -58,6 +69,7 @@ __all__ = [
     "Rollout",
     "Rounds",
     "Schedule",
+    "Site",
     "Step",
     "Transition",
     "call",
@@ -68,6 +80,8 @@ __all__ = [
     "hparam",
     "in_graph_evaluator",
     "iterations_done",
+    "lagged",
+    "make_loop",
     "names",
     "published",
     "rounds",

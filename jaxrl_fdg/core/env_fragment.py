@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
-from jaxrl_fdg.core.fragment import ApplyFn, Fragment, Role, fragment
+from jaxrl_fdg.core.fragment import ApplyFn, Fragment, Role, Site, fragment
 from jaxrl_fdg.core.names import (
     ACTION,
     EPISODE_LENGTH,
@@ -79,7 +79,7 @@ def batched_env_fragment(
     num_envs: int,
     init: Callable[[jax.Array], tuple[Any, jax.Array]],
     step: Callable[[Any, jax.Array, jax.Array], tuple[Any, TimeStep]],
-    placement: str = "device",
+    site: Site = Site.DEVICE,
     host_apply: ApplyFn | None = None,
 ) -> Fragment:
     """The env fragment around any batched simulator: episode statistics, edges, publishing.
@@ -88,7 +88,7 @@ def batched_env_fragment(
       init: ``key -> (simulator state, first observation [B, ...])``.
       step: ``(simulator state, action [B, ...], key) -> (simulator state, TimeStep of [B])``,
         auto-resetting finished episodes itself.
-      placement: ``"device"`` or ``"host"`` (see :class:`~jaxrl_fdg.core.fragment.Fragment`).
+      site: where the simulator steps (:class:`~jaxrl_fdg.core.fragment.Site`).
       host_apply: for a host simulator, ``apply`` in numpy (see ``Fragment.host_apply``).
     """
 
@@ -110,7 +110,7 @@ def batched_env_fragment(
         outputs=ENV_OUTPUTS,
         publish=publish,
         published=PUBLISHED,
-        placement=placement,
+        site=site,
         host_apply=host_apply,
     )
 
@@ -206,4 +206,4 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
         arrays = host.step_simulators(state.env, np.asarray(inputs[ACTION]))
         return record_step(state, state.env, TimeStep(*arrays), xp=np)
 
-    return batched_env_fragment(name, num_envs, init, step, "host", host_apply)
+    return batched_env_fragment(name, num_envs, init, step, Site.HOST, host_apply)

@@ -27,6 +27,7 @@ Where and how they run is the business of a fusion or placement policy (``jaxrl_
 from __future__ import annotations
 
 import enum
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -52,6 +53,16 @@ class Role(enum.StrEnum):
     REPLAY = "replay"
     EVALUATOR = "evaluator"
     TRANSFORM = "transform"
+
+
+class Site(enum.StrEnum):
+    """Where a fragment's code runs: ``device`` (pure JAX, compiled wherever a fusion mode puts
+    it) or ``host`` (it calls back into host code, a gymnasium simulator say: the split fusion
+    modes run it uncompiled in Python between compiled calls). Not to be confused with a
+    *placement* (``jaxrl_fdg.policies``), which decides where a whole graph runs."""
+
+    DEVICE = "device"
+    HOST = "host"
 
 
 class EmptyState(NamedTuple):
@@ -95,13 +106,11 @@ class Fragment(NamedTuple):
       outputs: names of the edges ``apply`` writes.
       publish: ``state -> {edge: value}``; the edges named in ``published``.
       published: names of the edges ``publish`` returns.
-      placement: ``"device"`` (pure JAX: compiled wherever a fusion mode puts it) or ``"host"``
-        (calls back into host code, e.g. a gymnasium simulator: split fusion modes run it
-        uncompiled in Python between compiled calls).
+      site: where its code runs, :class:`Site` ``DEVICE`` or ``HOST``.
       methods: further entry points (:class:`Method`), by name.
       cadence: how often ``apply`` runs (:mod:`jaxrl_fdg.core.cadence`); ``None`` derives it
         from the role and the edges.
-      host_apply: for placement ``"host"``, ``apply`` computed in numpy on numpy inputs: what
+      host_apply: for site ``HOST``, ``apply`` computed in numpy on numpy inputs: what
         the plans that step host fragments between compiled programs call (``apply`` itself
         reaches the host through a callback inside a compiled program). ``None``: they call
         ``apply`` uncompiled.
@@ -115,10 +124,18 @@ class Fragment(NamedTuple):
     outputs: tuple[str, ...] = ()
     publish: PublishFn = _publish_nothing
     published: tuple[str, ...] = ()
-    placement: str = "device"
+    site: Site = Site.DEVICE
     methods: tuple[Method, ...] = ()
     cadence: Cadence | None = None
     host_apply: ApplyFn | None = None
+
+    @property
+    def placement(self) -> str:
+        """Deprecated name of :attr:`site`."""
+        warnings.warn(
+            "Fragment.placement is deprecated; use Fragment.site", DeprecationWarning, stacklevel=2
+        )
+        return self.site.value
 
     def method(self, name: str) -> Method:
         """The entry point ``name`` (``"apply"`` is the fragment's own)."""
@@ -136,9 +153,6 @@ class Fragment(NamedTuple):
         return (self.method("apply"), *self.methods)
 
 
-PLACEMENTS = ("device", "host")
-
-
 def fragment(
     name: str,
     role: Role | str,
@@ -149,14 +163,16 @@ def fragment(
     outputs: tuple[str, ...] = (),
     publish: PublishFn = _publish_nothing,
     published: tuple[str, ...] = (),
-    placement: str = "device",
+    site: Site | str = Site.DEVICE,
     methods: tuple[Method, ...] = (),
     cadence: Cadence | None = None,
     host_apply: ApplyFn | None = None,
+    placement: str | None = None,
 ) -> Fragment:
     """Build a :class:`Fragment`, validating its declaration (a stateless one by default).
 
-    Raises :class:`~jaxrl_fdg.errors.GraphError` (a ``ConfigError``) naming what is wrong."""
+    ``placement`` is the deprecated name of ``site``. Raises
+    :class:`~jaxrl_fdg.errors.GraphError` (a ``ConfigError``) naming what is wrong."""
     if not isinstance(name, str) or not name.isidentifier():
         raise GraphError(f"fragment name must be an identifier, got {name!r}")
     try:
@@ -164,10 +180,9 @@ def fragment(
     except ValueError:
         valid = ", ".join(r.value for r in Role)
         raise GraphError(f"unknown fragment role {role!r}; valid roles: {valid}") from None
-    if placement not in PLACEMENTS:
-        raise GraphError(f"unknown placement {placement!r}; valid: {', '.join(PLACEMENTS)}")
-    if host_apply is not None and placement != "host":
-        raise GraphError(f"fragment {name!r}: host_apply is for placement 'host' only")
+    site = _site(name, site, placement)
+    if host_apply is not None and site is not Site.HOST:
+        raise GraphError(f"fragment {name!r}: host_apply is for site 'host' only")
     declared = [("inputs", inputs), ("outputs", outputs), ("published", published)]
     declared += [(f"{m.name} {kind}", names) for m in methods for kind, names in _ports(m)]
     for label, names in declared:
@@ -191,13 +206,28 @@ def fragment(
         tuple(outputs),
         publish,
         tuple(published),
-        placement,
+        site,
         tuple(
             Method(m.name, m.apply, tuple(m.inputs), tuple(m.outputs), m.cadence) for m in methods
         ),
         cadence,
         host_apply,
     )
+
+
+def _site(name: str, site: Site | str, placement: str | None) -> Site:
+    if placement is not None:
+        warnings.warn(
+            "fragment(placement=...) is deprecated; use site=Site.DEVICE or Site.HOST",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        site = placement
+    try:
+        return Site(site)
+    except ValueError:
+        valid = ", ".join(s.value for s in Site)
+        raise GraphError(f"fragment {name!r}: unknown site {site!r}; valid: {valid}") from None
 
 
 def _check_cadence(name: str, entry: str, cadence: object) -> None:

@@ -46,11 +46,12 @@ edges, raised here, before anything is traced.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from jaxrl_fdg.core.cadence import ITERATION, STEP, Cadence, Every, Iteration, Rounds
-from jaxrl_fdg.core.fragment import Fragment, Role
+from jaxrl_fdg.core.fragment import Fragment, Role, Site
 from jaxrl_fdg.core.schedule import Call, Node, Rollout, Schedule
 from jaxrl_fdg.errors import GraphError
 
@@ -71,11 +72,40 @@ _ROLE_CADENCE = {
 }
 
 
+class EdgeKind(enum.StrEnum):
+    """Where an edge's value comes from, as its reader sees it."""
+
+    STEP = "step"  # written earlier in the same step
+    STATE = "state"  # published by a fragment's state, read as the step begins
+    PUBLISHED = "published"  # published by a fragment's state after its calls this iteration
+    ROLLOUT = "rollout"  # the trajectory: the rollout's steps stacked
+    LOOP = "loop"  # counted by the loop (env steps, the iteration)
+    LEARN = "learn"  # written after the rollout, in the every-iteration node
+    ROUND = "round"  # written within a round
+    PERIODIC = "periodic"  # written within a periodic node
+
+    @property
+    def note(self) -> str:
+        """How ``jaxrl-fdg graph`` describes an edge of this kind."""
+        return _NOTES[self]
+
+
+_NOTES = {
+    EdgeKind.STEP: "within a step",
+    EdgeKind.STATE: "the source's state at the start of the step",
+    EdgeKind.PUBLISHED: "the source's state after its calls this iteration",
+    EdgeKind.ROLLOUT: "{rollout_len} steps of the step body stacked",
+    EdgeKind.LOOP: "counted by the loop",
+    EdgeKind.LEARN: "after the rollout",
+    EdgeKind.ROUND: "within a round",
+    EdgeKind.PERIODIC: "within a periodic node",
+}
+
+
 class Edge(NamedTuple):
     source: str  # "fragment.edge", "rollout.trajectory" or "loop.env_steps"
     target: str  # "fragment.edge", "fragment.method:edge", or "fragment.when:edge" (a condition)
-    # "step" | "state" | "published" | "rollout" | "loop" | "learn" | "round" | "periodic"
-    kind: str
+    kind: EdgeKind
 
 
 class Graph(NamedTuple):
@@ -134,7 +164,7 @@ class Graph(NamedTuple):
         for f in self.fragments:
             ins = ", ".join(f.inputs) or "-"
             outs = ", ".join((*f.outputs, *(f"{p} (published)" for p in f.published))) or "-"
-            where = "" if f.placement == "device" else f", on the {f.placement}"
+            where = "" if f.site is Site.DEVICE else f", on the {f.site.value}"
             extra = "".join(
                 f"; {m.name}: in: {_names(m.inputs)} -> out: {_names(m.outputs)}"
                 + (f" ({m.cadence})" if m.cadence is not None else "")
@@ -145,18 +175,9 @@ class Graph(NamedTuple):
                 f"  {f.name:<{width}}  [{f.role.value}{where}]  in: {ins}  ->  out: {outs}{extra}"
             )
         lines.append("edges:")
-        notes = {
-            "step": "within a step",
-            "state": "the source's state at the start of the step",
-            "published": "the source's state after its calls this iteration",
-            "rollout": f"{self.rollout_len} steps of the step body stacked",
-            "loop": "counted by the loop",
-            "learn": "after the rollout",
-            "round": "within a round",
-            "periodic": "within a periodic node",
-        }
         for e in self.edges:
-            lines.append(f"  {e.source:<28} -> {e.target:<24} ({notes[e.kind]})")
+            note = e.kind.note.format(rollout_len=self.rollout_len)
+            lines.append(f"  {e.source:<28} -> {e.target:<24} ({note})")
         lines.append("schedule:")
         lines += [f"  {line}" for line in self.schedule.lines()]
         if programs:
@@ -337,7 +358,7 @@ class _Builder:
         written: dict[str, str] = {}
         for c in schedule.rollout.calls:
             for edge in c.inputs:
-                yield self._edge(c, edge, written, (), "step")
+                yield self._edge(c, edge, written, (), EdgeKind.STEP)
             written.update({e: c.fragment for e in c.outputs})
         carried: dict[str, str] = {}
         for node in schedule.after:
@@ -355,19 +376,18 @@ class _Builder:
             if isinstance(node.cadence, Iteration):
                 carried = written
 
-    def _edge(self, call: Call | None, edge: str, written, loop_edges, kind) -> Edge:
+    def _edge(self, call: Call | None, edge: str, written, loop_edges, kind: EdgeKind) -> Edge:
         target = "" if call is None else f"{call.fragment}.{edge}"
         if call is not None and call.method != "apply":
             target = f"{call.fragment}.{call.method}:{edge}"
         if edge in written:
             return Edge(f"{written[edge]}.{edge}", target, kind)
         if edge in loop_edges:
-            source = "rollout" if edge == TRAJECTORY else "loop"
-            return Edge(f"{source}.{edge}", target, source)
+            source = EdgeKind.ROLLOUT if edge == TRAJECTORY else EdgeKind.LOOP
+            return Edge(f"{source.value}.{edge}", target, source)
         if edge in self.publisher:
-            return Edge(
-                f"{self.publisher[edge]}.{edge}", target, "published" if loop_edges else "state"
-            )
+            published = EdgeKind.PUBLISHED if loop_edges else EdgeKind.STATE
+            return Edge(f"{self.publisher[edge]}.{edge}", target, published)
         available = sorted({*self.publisher, *loop_edges, *written} - {METRICS})
         who = "a condition" if call is None else f"{call.label!r}"
         raise GraphError(
@@ -377,7 +397,7 @@ class _Builder:
         )
 
 
-_KINDS = {Iteration: "learn", Rounds: "round", Every: "periodic"}
+_KINDS = {Iteration: EdgeKind.LEARN, Rounds: EdgeKind.ROUND, Every: EdgeKind.PERIODIC}
 
 
 def _names(edges: tuple[str, ...]) -> str:
@@ -419,6 +439,7 @@ __all__ = [
     "TRAJECTORY",
     "Call",
     "Edge",
+    "EdgeKind",
     "Graph",
     "Node",
     "Rollout",

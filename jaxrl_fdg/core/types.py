@@ -57,10 +57,13 @@ class Pending(NamedTuple):
 
 
 class LoopState(NamedTuple):
-    """The graph state (``{fragment name: state}``), the key stream and the iteration counter;
-    ``pending`` holds the rollout a lagged loop learns from next (``None`` otherwise)."""
+    """The graph state (``{fragment name: state}``, exactly the graph's fragments), the key
+    stream and the iteration counter; ``pending`` holds the rollout a lagged loop learns from
+    next, ``population`` the state of a population across the lanes of a replicated run
+    (``jaxrl_fdg.tuning``); each is ``None`` otherwise."""
 
     fragments: dict[str, Any]
     key: jax.Array
     iteration: jax.Array
     pending: Pending | None = None
+    population: Any = None

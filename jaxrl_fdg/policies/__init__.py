@@ -1,61 +1,65 @@
 """Execution policies: how a graph's fragments are compiled (fusion plans) and where they run
 (placements). Placement and fusion decisions live here alone; the rest of the library asks a
-:class:`Placement` object what to do."""
+:class:`Placement` object what to do, through a :class:`Request`, and never hands a placement
+the run's configuration."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import actor_learner, data_parallel, host_env, single
+# Registered in this order, which messages and --placement auto follow: the default first.
+from jaxrl_fdg.policies import single  # isort: skip
+from jaxrl_fdg.policies import data_parallel  # isort: skip
+from jaxrl_fdg.policies import actor_learner  # isort: skip
+from jaxrl_fdg.policies import host_env  # isort: skip
 from jaxrl_fdg.policies.base import (
     AUTO_PLACEMENT,
     BasePlacement,
+    Devices,
+    EnvKind,
+    LoopSource,
     Placement,
+    Request,
+    Supports,
+    auto_devices,
+    check,
     get,
     register,
     registered,
+    select,
+    unregister,
 )
 from jaxrl_fdg.policies.data_parallel import BACKENDS as DP_BACKENDS
 from jaxrl_fdg.policies.distributed import check_processes
 from jaxrl_fdg.policies.fusion import (
     AUTO_FUSION,
     FUSION_MODES,
+    PLANS,
     PROGRAMS,
     Plan,
     make_plan,
     programs,
 )
-from jaxrl_fdg.policies.replication import Replicated, SeedLoop, seed_keys
-
-
-def select(config: Any, lanes: int) -> Placement:
-    """The placement a run of ``lanes`` lanes (seeds × sweep points) gets: the one named by
-    ``config.placement``, or replication for several lanes, which share placement ``single``."""
-    placement = get(config.placement)
-    if lanes == 1:
-        return placement
-    if placement is not single.SINGLE:
-        raise ConfigError(
-            f"placement {config.placement!r} and {lanes} runs (num_seeds = {config.num_seeds} "
-            "× the hyperparameter sweep) cannot be combined; the runs of a sweep or of several "
-            "seeds share placement 'single'"
-        )
-    return Replicated(lanes)
-
+from jaxrl_fdg.policies.replication import Replicated, SeedLoop, replicated, seed_keys
 
 __all__ = [
     "AUTO_FUSION",
     "AUTO_PLACEMENT",
     "DP_BACKENDS",
     "FUSION_MODES",
+    "PLANS",
     "PROGRAMS",
     "BasePlacement",
+    "Devices",
+    "EnvKind",
+    "LoopSource",
     "Placement",
     "Plan",
     "Replicated",
+    "Request",
     "SeedLoop",
+    "Supports",
     "actor_learner",
+    "auto_devices",
+    "check",
     "check_processes",
     "data_parallel",
     "get",
@@ -64,7 +68,9 @@ __all__ = [
     "programs",
     "register",
     "registered",
+    "replicated",
     "seed_keys",
     "select",
     "single",
+    "unregister",
 ]

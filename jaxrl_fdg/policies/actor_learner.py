@@ -13,11 +13,11 @@ Synchronous (``policy_lag = 0``): rollout, then update, as in every other placem
 equals the ``single`` placement for the same seed: the same functions run in the same order on
 the same inputs.
 
-Asynchronous (``policy_lag = 1``): the loop is a :class:`~jaxrl_fdg.core.lagged.LaggedLoop`. The
+Asynchronous (``policy_lag = 1``): the loop is lagged (:func:`~jaxrl_fdg.core.lagged.lagged`). The
 learner trains on the rollout collected the iteration before, so iteration ``i``'s two programs
 share no input: the host dispatches both, and the actor device collects rollout ``i + 1`` with the
 parameters of iteration ``i`` while the learner device trains on rollout ``i``. The result
-equals a ``LaggedLoop`` run in any fusion mode on one device.
+equals a lagged loop's run in any fusion mode on one device.
 
 At host boundaries the plan hands the runner one :class:`~jaxrl_fdg.core.types.LoopState` on the
 actor device (the default one), so checkpoints, evaluation and resumes see the usual state.
@@ -25,33 +25,27 @@ actor device (the default one), so checkpoints, evaluation and resumes see the u
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 
-from jaxrl_fdg.core.algorithm import AlgorithmSpec
-from jaxrl_fdg.core.lagged import LaggedLoop
-from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState, Pending
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies.base import BasePlacement, refuse_host_env, register
-from jaxrl_fdg.policies.fusion import Plan
+from jaxrl_fdg.policies.base import BasePlacement, Devices, EnvKind, Supports, register, visible
+from jaxrl_fdg.policies.plan import Plan
 from jaxrl_fdg.profiling.timers import Timings
-
-if TYPE_CHECKING:  # types only: config and envs sit above policies
-    from jaxrl_fdg.config import TrainConfig
-    from jaxrl_fdg.envs import Environment
-    from jaxrl_fdg.envs.host import HostSimulator
 
 DEVICES = 2  # one for the actors, one for the learner
 
 
-def check(loop: LoopLike) -> None:
+def check(loop: Loop) -> None:
     """The learner side may read only what crosses to its device: trajectories, replay batches,
     the loop's counters and its own side's edges (not an edge the step phase publishes)."""
-    side = set(loop.learner_side)
-    own = {e for f in loop.fragments if f.name in side for e in (*f.published, *f.outputs)}
-    for frag in loop.fragments:
+    side = set(loop.info.learner_side)
+    fragments = loop.info.graph.fragments
+    own = {e for f in fragments if f.name in side for e in (*f.published, *f.outputs)}
+    for frag in fragments:
         if frag.name not in side:
             continue
         reads = {e for m in (frag.method("apply"), *frag.methods) for e in m.inputs}
@@ -64,28 +58,22 @@ def check(loop: LoopLike) -> None:
 
 
 def actor_learner_devices() -> tuple[jax.Device, jax.Device]:
-    devices = jax.devices()
-    if len(devices) < DEVICES:
-        raise ConfigError(
-            f"placement actor_learner needs {DEVICES} devices (actors, learner); this process "
-            f"sees {len(devices)} {devices[0].platform} device(s); on a CPU, "
-            f"XLA_FLAGS=--xla_force_host_platform_device_count={DEVICES} makes {DEVICES}"
-        )
-    return devices[0], devices[1]
+    actors, learner = visible(DEVICES, "")
+    return actors, learner
 
 
 class ActorLearnerPlan(Plan):
     """Rollout and learner programs on two devices; ``loop`` is a :class:`Loop` (synchronous)
-    or a :class:`LaggedLoop` (asynchronous)."""
+    or a lagged one (asynchronous: its ``learn_pending`` is set)."""
 
     mode = "fragment"
 
-    def __init__(self, loop: LoopLike, timings: Timings | None = None):
+    def __init__(self, loop: Loop, timings: Timings | None = None, chunk: int = 1):
         super().__init__(loop, timings)
-        self.lagged = isinstance(loop, LaggedLoop)
+        self.lagged = loop.learn_pending is not None
         check(loop)
         self.actor_device, self.learner_device = actor_learner_devices()
-        self._learner_names = set(loop.learner_side)
+        self._learner_names = set(loop.info.learner_side)
 
     # -- the state, split and merged ---------------------------------------------------------
 
@@ -110,7 +98,7 @@ class ActorLearnerPlan(Plan):
             learner, pending = jax.device_put((learner, pending), self.actor_device)
         return LoopState(
             {**actor.fragments, **learner.fragments}, actor.key, learner.iteration, pending
-        )
+        )  # no population: a run of several lanes is replicated, not split
 
     def _params(self, learner: LoopState) -> dict[str, Any]:
         """The learner side's edges the rollout reads, moved to the actor device."""
@@ -161,30 +149,14 @@ class ActorLearner(BasePlacement):
     """The rollout on one device, the learn phase on another (``policy_lag`` 0 or 1)."""
 
     name = "actor_learner"
-    fusion_modes = ("fragment",)
     summary = "rollout on one device, learner on another; sync or async (policy_lag 1)"
-
-    def check(
-        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
-    ) -> None:
-        refuse_host_env(self, config, env, " (placement 'host_env' runs host simulators)")
-        if config.fusion not in self.fusion_modes:
-            raise ConfigError(
-                "placement actor_learner compiles the rollout and the learner apart, one per "
-                f"device: fusion must be 'fragment' (got {config.fusion!r})"
-            )
-        if config.devices != DEVICES:
-            raise ConfigError(
-                f"placement actor_learner uses {DEVICES} devices (actors, learner); "
-                f"got devices = {config.devices}"
-            )
-        actor_learner_devices()
-
-    def plan(self, mode: str, loop: LoopLike, timings: Timings, chunk: int) -> Plan:
-        return ActorLearnerPlan(loop, timings)
-
-    def auto_devices(self, config: TrainConfig) -> int | None:
-        return DEVICES if config.devices == 1 else config.devices
+    supports = Supports(
+        devices=Devices.PAIR,
+        envs=frozenset({EnvKind.JAX}),
+        policy_lags=(0, 1),
+        why={"fusion": "it compiles the rollout and the learner apart, one per device"},
+    )
+    plans = {"fragment": ActorLearnerPlan}
 
 
 ACTOR_LEARNER = register(ActorLearner())

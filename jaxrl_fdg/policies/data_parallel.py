@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.flatten_util
@@ -34,25 +34,22 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
-from jaxrl_fdg import validate
-from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
+from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.fragment import Role
-from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
+from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import distributed
 from jaxrl_fdg.policies.base import (
     BasePlacement,
-    LoopBuilder,
+    Devices,
+    EnvKind,
+    LoopSource,
+    Request,
+    Supports,
     env_fragment,
-    refuse_host_env,
     register,
+    visible,
 )
-
-if TYPE_CHECKING:  # types only: config and envs sit above policies
-    from jaxrl_fdg.config import Resolved, TrainConfig
-    from jaxrl_fdg.envs import Environment
-    from jaxrl_fdg.envs.host import HostSimulator
 
 BACKENDS = ("shard_map", "pmap", "vmap")
 AXIS = "shards"
@@ -61,7 +58,9 @@ AXIS = "shards"
 # mesh spans several): the iteration counter and the metrics, which the host reads back.
 _SHARDED = PartitionSpec(AXIS)
 _REPLICATED = PartitionSpec()
-_STATE = LoopState(fragments=_SHARDED, key=_SHARDED, iteration=_REPLICATED, pending=_SHARDED)
+_STATE = LoopState(
+    fragments=_SHARDED, key=_SHARDED, iteration=_REPLICATED, pending=_SHARDED, population=_SHARDED
+)
 _SUMMED = ("episodes", "episode_return_sum", "episode_length_sum")
 
 
@@ -74,37 +73,45 @@ def mean_over_shards(tree: Any) -> Any:
 
 def check_devices(shards: int, backend: str) -> list[jax.Device]:
     """The devices a data-parallel run of ``shards`` uses (all on one device for ``vmap``)."""
-    devices = jax.devices()
-    if backend != "vmap" and shards > len(devices):
-        raise ConfigError(
-            f"devices = {shards} but this process sees {len(devices)} "
-            f"{devices[0].platform} device(s) (valid: 1..{len(devices)}); on a CPU, "
-            f"XLA_FLAGS=--xla_force_host_platform_device_count={shards} makes {shards}"
-        )
-    return devices[:shards]
+    return visible(shards, backend)
 
 
-class ShardedLoop(LoopWrapper):
-    """A loop whose environments are split into ``shards`` data-parallel shards.
+def sharded(loop: Loop, shards: int, backend: str = "shard_map") -> Loop:
+    """``loop`` with its environments split into ``shards`` data-parallel shards.
 
     State leaves gain a leading shard axis; metrics come back reduced over shards (one value per
-    iteration, as from a single-device loop).
+    iteration, as from a single-device loop). The pieces that only move edges about (the fixed
+    edges, the rollout carry) are shape-agnostic and kept as they are.
     """
+    pieces = _Shards(loop, shards, backend)
+    calls = tuple(pieces.wrap(call, _SHARDED) for call in loop.calls)
+    pending = None
+    if loop.learn_pending is not None:
+        pending = pieces.learned(loop.learn_pending)
+    return loop._replace(
+        init=pieces.init,
+        begin=pieces.wrap(loop.begin, (_STATE, _SHARDED, _SHARDED)),
+        calls=calls,
+        host_calls=calls,
+        stack=pieces.wrap(loop.stack, _SHARDED),
+        rollout=pieces.rollout,
+        learn=pieces.learned(loop.learn),
+        iteration=pieces.learned(loop.iteration),
+        learn_pending=pending,
+    )
 
-    def __init__(self, loop: LoopLike, shards: int, backend: str = "shard_map"):
-        super().__init__(loop)
+
+class _Shards:
+    """The sharded pieces of one loop (see :func:`sharded`)."""
+
+    def __init__(self, loop: Loop, shards: int, backend: str = "shard_map"):
         if backend not in BACKENDS:
             raise ConfigError(f"unknown data-parallel backend {backend!r} (valid: {BACKENDS})")
-        self.num_shards, self.backend = shards, backend
+        self.loop, self.num_shards, self.backend = loop, shards, backend
         self._devices = check_devices(shards, backend)
-        self._wrap = self._wrapper()
-        learned = (_STATE, _REPLICATED)  # (state, metrics reduced over shards)
-        self._init = self._wrap(self._init_shard, _STATE)
-        self._begin = self._wrap(loop.begin, (_STATE, _SHARDED, _SHARDED))
-        self._rollout = self._wrap(loop.rollout, (_STATE, _SHARDED, _SHARDED))
-        self._stack = self._wrap(loop.stack, _SHARDED)
-        self._learn = self._wrap(lambda *args: self._reduced(loop.learn(*args)), learned)
-        self._iteration = self._wrap(lambda state: self._reduced(loop.iteration(state)), learned)
+        self.wrap = self._wrapper()
+        self._init = self.wrap(self._init_shard, _STATE)
+        self._rollout = self.wrap(loop.rollout, (_STATE, _SHARDED, _SHARDED))
 
     def _wrapper(self) -> Callable[[Callable, Any], Callable]:
         """``wrap(f, out_specs)``: ``f`` run on every shard. ``out_specs`` (``shard_map`` only)
@@ -154,34 +161,28 @@ class ShardedLoop(LoopWrapper):
             jax.vmap(lambda d: jax.random.fold_in(key, d))(jnp.arange(self.num_shards))
         )
 
-    def begin(self, state: LoopState):
-        return self._begin(state)
-
     def rollout(self, state: LoopState, fixed: dict | None = None):
         return self._rollout(state) if fixed is None else self._rollout(state, fixed)
 
-    def step_fn(self, index: int) -> Callable:
-        return self._wrap(self.inner.step_fn(index), _SHARDED)
+    def learned(self, piece: Callable) -> Callable:
+        """A piece that returns ``(state, metrics)``, on every shard, its metrics reduced over
+        the shards (kept once)."""
+        wrapped = self.wrap(lambda *args: self._reduced(piece(*args)), (_STATE, _REPLICATED))
 
-    def stack(self, transitions):
-        return self._stack(transitions)
+        def run(*args):
+            state, metrics = wrapped(*args)
+            return state, _first(metrics)
 
-    def learn(self, state, trajectory, key):
-        state, metrics = self._learn(state, trajectory, key)
-        return state, _first(metrics)
-
-    def iteration(self, state, _: Any = None):
-        state, metrics = self._iteration(state)
-        return state, _first(metrics)
+        return run
 
     # -- per shard ---------------------------------------------------------------------------
 
     def _init_shard(self, key: jax.Array):
         """Every learner starts from shard 0's initial state, so that all copies of it agree."""
-        state = self.inner.init(key)
+        state = self.loop.init(key)
         learners = {
             f.name: jax.tree.map(lambda x: jax.lax.all_gather(x, AXIS)[0], state.fragments[f.name])
-            for f in self.fragments
+            for f in self.loop.info.graph.fragments
             if f.role is Role.LEARNER
         }
         return state._replace(fragments={**state.fragments, **learners})
@@ -218,41 +219,36 @@ class DataParallel(BasePlacement):
 
     name = "data_parallel"
     summary = "envs and batch sharded across devices, gradients all-reduced"
+    supports = Supports(
+        devices=Devices.SHARDS, envs=frozenset({EnvKind.JAX}), process_backends=("shard_map",)
+    )
 
-    def check(
-        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
-    ) -> None:
-        super().check(config, env, spec)
-        refuse_host_env(self, config, env)
-        validate.divides("devices", config.devices, "num_envs", config.num_envs)
-        if config.policy_lag:
-            raise ConfigError(
-                f"policy_lag = {config.policy_lag} needs placement 'single' or 'actor_learner' "
-                f"(got {self.name!r})"
-            )
-        distributed.check_mesh(config)
-        check_devices(config.devices, config.dp_backend)
-
-    def context(self, config: TrainConfig, context: AlgorithmContext) -> AlgorithmContext:
+    def context(self, request: Request, context: AlgorithmContext) -> AlgorithmContext:
         """Each shard's context: its share of the environments, gradients averaged."""
         return dataclasses.replace(
             context,
-            num_envs=config.num_envs // config.devices,
+            num_envs=request.num_envs // request.devices,
             combine_gradients=mean_over_shards,
         )
 
-    def wrap(self, resolved: Resolved, build: LoopBuilder) -> LoopLike:
-        config = resolved.config
-        return ShardedLoop(build(env_fragment(resolved), {}), config.devices, config.dp_backend)
+    def wrap(self, source: LoopSource) -> Loop:
+        request = source.request
+        return sharded(source.build(env_fragment(source), {}), request.devices, request.backend)
 
     def evaluation(self, run: Callable) -> Callable:
         return lambda states, key: run(first_shard(states), key)  # every shard holds the learner
 
-    def auto_devices(self, config: TrainConfig) -> int | None:
-        if config.devices > 1:
-            return config.devices
-        visible = len(jax.devices())  # every device, or none: one shard would be ``single``
-        return visible if visible > 1 else None
-
 
 DATA_PARALLEL = register(DataParallel())
+
+
+def ShardedLoop(loop: Loop, shards: int, backend: str = "shard_map") -> Loop:  # noqa: N802
+    """Deprecated: :func:`sharded`."""
+    import warnings
+
+    warnings.warn(
+        "ShardedLoop is deprecated; use jaxrl_fdg.policies.data_parallel.sharded",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return sharded(loop, shards, backend)

@@ -70,12 +70,12 @@ def initialize(
     )
 
 
-def initialize_for(config: Any) -> None:
-    """:func:`initialize` as a :class:`~jaxrl_fdg.config.TrainConfig` says, after checking its
-    process fields; nothing for a run in one process."""
-    check_processes(config)
-    if config.num_processes > 1:
-        initialize(config.coordinator, config.num_processes, config.process_id)
+def initialize_for(num_processes: int, process_id: int, coordinator: str | None) -> None:
+    """:func:`initialize` with a run's process settings, once they are checked; nothing for a
+    run in one process."""
+    check_processes(num_processes, process_id, coordinator)
+    if num_processes > 1:
+        initialize(coordinator, num_processes, process_id)
 
 
 def _use_cpu_collectives() -> None:
@@ -89,45 +89,40 @@ def _use_cpu_collectives() -> None:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
 
 
-def check_processes(config: Any) -> None:
-    """The process fields of ``config`` on their own (no JAX backend is started)."""
-    validate.positive_int("num_processes", config.num_processes)
-    n, process_id = config.num_processes, config.process_id
+def check_processes(num_processes: Any, process_id: Any, coordinator: Any) -> None:
+    """A run's process settings on their own (no JAX backend is started). Which placements
+    span processes is theirs to declare (``Supports.process_backends``)."""
+    validate.positive_int("num_processes", num_processes)
+    n = num_processes
     if isinstance(process_id, bool) or not isinstance(process_id, int) or not 0 <= process_id < n:
         raise ConfigError(f"process_id must be an integer in 0..{n - 1}, got {process_id!r}")
     if n == 1:  # a coordinator, if any, is not used
         return
-    if config.coordinator is None:
+    if coordinator is None:
         raise ConfigError(
             f"num_processes = {n} needs a coordinator: the host:port of process 0, which every "
             "process can reach (e.g. 127.0.0.1:12355 on one machine)"
         )
-    host, _, port = str(config.coordinator).rpartition(":")
+    host, _, port = str(coordinator).rpartition(":")
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise ConfigError(
-            f"coordinator must be host:port with a port in 1..65535, got {config.coordinator!r}"
-        )
-    if config.placement != "data_parallel" or config.dp_backend != "shard_map":
-        raise ConfigError(
-            f"num_processes = {n} needs placement 'data_parallel' with dp_backend 'shard_map' "
-            f"(got placement {config.placement!r}, dp_backend {config.dp_backend!r})"
+            f"coordinator must be host:port with a port in 1..65535, got {coordinator!r}"
         )
 
 
-def check_mesh(config: Any) -> None:
-    """A run across processes uses every device of every process, with JAX connected."""
-    if config.num_processes == 1:
-        return
-    if jax.process_count() != config.num_processes:
+def check_mesh(processes: int, devices: int) -> None:
+    """A run across ``processes`` processes uses every device of every process, with JAX
+    connected."""
+    if jax.process_count() != processes:
         raise ConfigError(
-            f"num_processes = {config.num_processes} but JAX runs {jax.process_count()} "
+            f"num_processes = {processes} but JAX runs {jax.process_count()} "
             "process(es): call jaxrl_fdg.policies.distributed.initialize first (train does)"
         )
     total = jax.device_count()
-    if config.devices != total:
+    if devices != total:
         raise ConfigError(
-            f"devices = {config.devices}, but a run across {config.num_processes} processes "
-            f"shards over every device of every process (valid: {total})"
+            f"devices = {devices}, but a run across {processes} processes shards over every "
+            f"device of every process (valid: {total})"
         )
 
 

@@ -1,33 +1,26 @@
 """The double-buffered plan of placement ``host_env`` (fusion ``step``): the host steps one half
 of the simulators while the device computes the other half's calls.
 
-It drives the loop's one step body (:meth:`~jaxrl_fdg.core.loop.Loop.step_calls`) for each half
-of :class:`~jaxrl_fdg.policies.host_env.HalvedLoop`, in the order the fused modes run them and
-with the same keys, but interleaves the two halves: a half's device calls are dispatched without
-waiting, and the body is parked when it reaches a call of a host fragment, which runs (in numpy,
-``Fragment.host_apply``) only once the other half's device calls are in flight. It equals the
-fused modes' run bit for bit (tests/policies/test_host_env.py).
+It drives the loop's one step body with the loop's one :class:`~jaxrl_fdg.core.step.Driver`,
+two streams (the env batch's halves), in the order the fused modes run them and with the same
+keys; its scheduling hook parks a half before each host call, so that call runs (in numpy,
+``Fragment.host_apply``) only once the other half's device calls are in flight. The actor's
+state is shared by the halves in the rollout carry, as in the fused modes. It equals the fused
+modes' run bit for bit (tests/policies/test_host_env.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
 
-from jaxrl_fdg.core.loop import RolloutCarry, StepCall
+from jaxrl_fdg.core.record import Loop
+from jaxrl_fdg.core.step import Driver, join_halves, unroll
 from jaxrl_fdg.core.types import LoopState, Transition
-from jaxrl_fdg.policies.fusion import Plan
-from jaxrl_fdg.policies.halved import HALVES, HalvedLoop
+from jaxrl_fdg.policies.plan import Plan
 from jaxrl_fdg.profiling.timers import Timings
-
-
-class _Parked(NamedTuple):
-    """A half's step body waiting at a host call."""
-
-    body: Any
-    request: StepCall
 
 
 class DoubleBufferedPlan(Plan):
@@ -56,45 +49,46 @@ class DoubleBufferedPlan(Plan):
 
     def __init__(
         self,
-        loop: HalvedLoop,
+        loop: Loop,
         timings: Timings | None = None,
+        chunk: int = 1,
         *,
         pipelined: bool = True,
         schedule: list | None = None,
     ):
-        if not isinstance(loop, HalvedLoop) or loop.simulator is None:
+        info = loop.info
+        if info.halves != 2 or not any(info.on_host):
             raise TypeError(
-                "the double-buffered plan needs a HalvedLoop of host simulators "
-                "(HalvedLoop.for_simulator)"
+                "the double-buffered plan needs a loop of host simulators in two halves "
+                "(jaxrl_fdg.policies.host_env.halved)"
             )
         super().__init__(loop, timings)
         self.pipelined = pipelined
         self.schedule = schedule
-        calls = loop.schedule.rollout.calls
-        self._names = [c.label for c in calls]
-        self._fragments = [c.fragment for c in calls]
-        self._host = [loop.fragment(c.fragment).placement == "host" for c in calls]
+        self._names = [c.label for c in info.schedule.rollout.calls]
+        self._host = info.on_host
+        self._driver = Driver(info, self._run, parks=self._parks, on_park=self._parked)
         self._layout: tuple[Any, list[bool]] | None = None  # the transition's leaves: host?
 
     # -- programs ----------------------------------------------------------------------------
 
     def _signatures(self, state):
-        loop: HalvedLoop = self.loop
+        loop = self.loop
         state_b, keys, k_learn = jax.eval_shape(loop.begin, state)
         signatures = {"keys": (loop.begin, (state,))}
 
         def shapes(index: int, *args):
-            out = jax.eval_shape(loop.step_fn(index), *args)
+            out = jax.eval_shape(loop.calls[index], *args)
             if self._host[index]:  # computed on the host: numpy, as host_apply returns
                 return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), out)
-            signatures[self._names[index]] = (loop.step_fn(index), args)
+            signatures[self._names[index]] = (loop.calls[index], args)
             return out
 
-        carry = loop.half(loop.rollout_carry(self._on_host(state.fragments), keys), 0)
-        _, transition = loop.step(loop.fixed_edges(state.fragments), carry, shapes)
+        on_host = state._replace(fragments=self._on_host(state.fragments))
+        _, ((transition,), _) = unroll(loop, on_host, keys, Driver(loop.info, shapes), steps=1)
         leaves, treedef = jax.tree.flatten(transition)
         self._layout = treedef, [isinstance(x, np.ndarray) for x in leaves]
-        steps = [[transition] * HALVES] * loop.rollout_len
+        steps = [[transition] * 2] * loop.info.rollout_len
         device, host = self._split(steps)
         trajectory = jax.eval_shape(self._stack, device, host)
         signatures["stack"] = (self._stack, (device, host))
@@ -121,9 +115,7 @@ class DoubleBufferedPlan(Plan):
         treedef, on_host = self._layout
         device, host = iter(device), iter(host)
         leaves = [
-            next(host)
-            if host_leaf
-            else HalvedLoop.stack([HalvedLoop.join(h) for h in next(device)])
+            next(host) if host_leaf else self.loop.stack([join_halves(h) for h in next(device)])
             for host_leaf in on_host
         ]
         return jax.tree.unflatten(treedef, leaves)
@@ -139,86 +131,51 @@ class DoubleBufferedPlan(Plan):
 
     def _on_host(self, states: dict) -> dict:
         """``states`` with the env halves read back to the host, where they are stepped."""
-        env = self.loop.env_frag.name
+        env = self.loop.info.env.name
         return {**states, env: tuple(jax.device_get(h) for h in states[env])}
 
     def _iteration(self, state: LoopState) -> tuple[LoopState, Any]:
-        loop: HalvedLoop = self.loop
         state, keys, k_learn = self._call("keys", state)
-        fixed = loop.fixed_edges(state.fragments)
-        env = loop.env_frag.name
-        states = self._on_host(state.fragments)
-        shared = {f.name: states[f.name] for f in loop.step_fragments if f.name != env}
-        halves, keys = list(states[env]), list(keys)
-        steps: list[list[Transition]] = [[] for _ in range(HALVES)]
+        state = state._replace(fragments=self._on_host(state.fragments))
+        state, halves = unroll(self.loop, state, keys, self._driver)
+        steps = [list(s) for s in zip(*halves, strict=True)]  # [T][half]
+        trajectory = self._call("stack", *self._split(steps))
+        return self._call("learner", state, trajectory, k_learn)
 
-        def start(h: int) -> _Parked | None:
-            """Half ``h``'s next step body, run up to its first host call."""
-            carry = RolloutCarry({**shared, env: halves[h]}, keys[h])
-            body = loop.step_calls(fixed, carry)
-            return self._run_device(h, len(steps[h]), body, next(body), shared)
+    # -- the driver's hooks ------------------------------------------------------------------
 
-        def finish(h: int, done: tuple[RolloutCarry, Transition]) -> None:
-            carry, transition = done
-            halves[h], keys[h] = carry.states[env], carry.key
-            steps[h].append(transition)
+    def _parks(self, index: int) -> bool:
+        """A half waits before its host calls: the other half takes its turn first."""
+        return self._host[index]
 
-        parked: list[_Parked | None] = [start(h) for h in range(HALVES)]
-        for t in range(loop.rollout_len):
-            for h in range(HALVES):
-                done = self._run_host(h, t, parked[h], parked[1 - h], shared)
-                while isinstance(done, _Parked):  # another host call in the same step
-                    done = self._run_host(h, t, done, parked[1 - h], shared)
-                finish(h, done)
-                parked[h] = start(h) if t + 1 < loop.rollout_len else None
-        trajectory = self._call("stack", *self._split([list(s) for s in zip(*steps, strict=True)]))
-        fragments = {**state.fragments, **shared, env: tuple(halves)}
-        return self._call("learner", state._replace(fragments=fragments), trajectory, k_learn)
+    def _parked(self, half: int, step: int) -> None:
+        self._record("dispatch", half, step)
 
-    def _run_device(self, h: int, t: int, body, request: StepCall, shared: dict):
-        """Carry out ``body``'s device calls (dispatched, not awaited) up to its next host call,
-        where it is parked; or to its end, whose value is returned."""
-        try:
-            while not self._host[request.index]:
-                name, fragment = self._names[request.index], self._fragments[request.index]
-                state = shared.get(fragment, request.state)
-                result = self._call(name, state, request.inputs, request.key)
-                if fragment in shared:
-                    shared[fragment] = result[0]
-                if not self.pipelined:
-                    with self.timings.scope(name):
-                        self.timings.wait(result)
-                request = body.send(result)
-        except StopIteration as done:
-            return done.value
-        self._record("dispatch", h, t)
-        return _Parked(body, request)
-
-    def _run_host(self, h: int, t: int, parked: _Parked, other: _Parked | None, shared: dict):
-        """The host call ``parked`` waits at, once its inputs are ready; then the body's device
-        calls up to its next host call or its end."""
-        body, request = parked
-        name, fragment = self._names[request.index], self._fragments[request.index]
+    def _run(self, index: int, state: Any, inputs: dict, key: Any, *args: Any):
+        name = self._names[index]
+        if not self._host[index]:  # dispatched, not awaited (unless not pipelined)
+            result = self._call(name, state, inputs, key, *args)
+            if not self.pipelined:
+                with self.timings.scope(name):
+                    self.timings.wait(result)
+            return result
+        half, step = self._driver.position
         with self.timings.scope(name):
-            inputs = self.timings.device_get(request.inputs)
-            self._record("host_start", h, t, self._ready(other))
-            state = shared.get(fragment, request.state)
-            result = self.loop.host_step_fn(request.index)(state, inputs, request.key)
-            self._record("host_end", h, t, self._ready(other))
-        if fragment in shared:
-            shared[fragment] = result[0]
-        try:
-            request = body.send(result)
-        except StopIteration as done:
-            return done.value
-        return self._run_device(h, t, body, request, shared)
+            inputs = self.timings.device_get(inputs)
+            self._record("host_start", half, step, self._ready(1 - half))
+            result = self.loop.host_calls[index](state, inputs, key, *args)
+            self._record("host_end", half, step, self._ready(1 - half))
+        return result
 
     def _record(self, *event: Any) -> None:
         if self.schedule is not None:
             self.schedule.append(event)
 
-    def _ready(self, other: _Parked | None) -> bool | None:
-        if self.schedule is None or other is None:
+    def _ready(self, other: int) -> bool | None:
+        if self.schedule is None:
             return None
-        arrays = [x for x in jax.tree.leaves(other.request.inputs) if isinstance(x, jax.Array)]
+        waiting = self._driver.waiting(other)
+        if waiting is None:
+            return None
+        arrays = [x for x in jax.tree.leaves(waiting.inputs) if isinstance(x, jax.Array)]
         return all(x.is_ready() for x in arrays)

@@ -1,78 +1,100 @@
 """Replication: several runs in one program, the loop's pure functions vmapped over a leading
 run axis (seeds, and the points of a hyperparameter sweep).
 
-``SeedLoop(loop, n)`` offers the :class:`~jaxrl_fdg.core.protocol.LoopLike` interface the fusion
-plans use, with every piece that computes ``jax.vmap``-ed, so each fusion mode runs ``n``
-independent runs in one program per boundary. Run ``i`` starts from ``jax.random.key(seed_i)``, the
-key the run with that seed alone starts from, so each lane computes that run (to float32 rounding:
-batched matrix products may round differently from unbatched ones). The restructuring helpers (which
-edge goes where) are shape-agnostic and are used as they are.
+:func:`replicated` turns a loop record into one whose every computing piece is ``jax.vmap``-ed,
+so each fusion mode runs ``n`` independent runs in one program per boundary. Run ``i`` starts
+from ``jax.random.key(seed_i)``, the key the run with that seed alone starts from, so each lane
+computes that run (to float32 rounding: batched matrix products may round differently from
+unbatched ones). The pieces that only move edges about (the fixed edges, the rollout carry) are
+shape-agnostic and kept as they are.
 
 A hyperparameter sweep is the same vmap with one more input per lane: the swept values. Each lane
 builds its loop, inside the vmap, from the algorithm's hyperparameters with the swept fields set
 to that lane's (traced) values, so one program trains every combination. Only float
 hyperparameters can be swept this way (see :func:`jaxrl_fdg.config.split_sweep`).
+
+With a population (``jaxrl_fdg.tuning``) the swept values live in the loop state
+(``LoopState.population``), where its steps change them; each call of the step body driven
+from Python then takes them as its argument (``Loop.call_args``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl_fdg.core.algorithm import AlgorithmSpec
-from jaxrl_fdg.core.protocol import LoopLike, LoopWrapper
+from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState, Metrics
-from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import population
-from jaxrl_fdg.policies.base import LoopBuilder, env_fragment
-from jaxrl_fdg.policies.population import POPULATION, Halving, Population
+from jaxrl_fdg.policies.base import (
+    EnvKind,
+    LoopSource,
+    Request,
+    Supports,
+    env_fragment,
+)
 from jaxrl_fdg.policies.single import Single
 
-if TYPE_CHECKING:  # types only: config and envs sit above policies
-    from jaxrl_fdg.config import Resolved, TrainConfig
-    from jaxrl_fdg.envs import Environment
-    from jaxrl_fdg.envs.host import HostSimulator
-
 # Builds a lane's loop from its swept hyperparameter values (traced scalars).
-Builder = Callable[[Mapping[str, jax.Array]], LoopLike]
+Builder = Callable[[Mapping[str, jax.Array]], Loop]
+
+# How a LoopState is laid out over the lanes: all but the iteration counter per lane, or (lanes
+# that count their own iterations) all of it. The population is taken out before the vmap.
+_STATE = LoopState(fragments=0, key=0, iteration=None, pending=0, population=None)
+_OWN_ITERATIONS = LoopState(fragments=0, key=0, iteration=0, pending=0, population=None)
 
 
-class SeedLoop(LoopWrapper):
-    """A loop over ``num_seeds`` independent runs; state leaves gain a leading axis.
+def replicated(
+    loop: Loop,
+    num_seeds: int,
+    sweep: Mapping[str, Sequence[float]] | None = None,
+    build: Builder | None = None,
+    population: Any = None,
+    seeds: Sequence[int] | None = None,
+) -> Loop:
+    """``loop`` over ``num_seeds`` independent runs; state leaves gain a leading axis.
 
     Args:
-      loop: the loop every lane runs (with ``sweep``: the loop of the first lane's values, used
-        for the shape-agnostic edge plumbing only).
+      loop: the loop every lane runs (with ``sweep``: the loop of the first lane's values, whose
+        shape-agnostic pieces are kept).
       num_seeds: the number of lanes (runs).
       sweep: per swept hyperparameter, its value in each lane (``[num_seeds]``).
       build: a lane's loop from its swept values; required with ``sweep``.
       population: population-based training or successive halving across the lanes
-        (:mod:`jaxrl_fdg.policies.population`); needs a sweep. The swept values then live in the
-        state (``fragments[POPULATION]``), where its steps change them; under successive
-        halving each lane also counts its own iterations (the loop state's counter stays the
-        run's, and each lane's loop sees its own).
+        (``jaxrl_fdg.tuning``); needs a sweep. Under successive halving each lane also counts
+        its own iterations (the loop state's counter stays the run's, and each lane's loop
+        sees its own).
       seeds: each lane's seed (for a population's state).
     """
+    lanes = _Lanes(loop, num_seeds, sweep, build, population, seeds)
+    pending = lanes.learn_pending if loop.learn_pending is not None else None
+    calls = tuple(lanes.call(i) for i in range(len(loop.calls)))
+    return loop._replace(
+        init=lanes.init,
+        begin=lanes.begin,
+        calls=calls,
+        host_calls=calls,
+        stack=lanes.stack,
+        rollout=lanes.rollout,
+        learn=lanes.learn,
+        iteration=lanes.iteration,
+        call_args=lanes.call_args,
+        learn_pending=pending,
+    )
 
-    def __init__(
-        self,
-        loop: LoopLike,
-        num_seeds: int,
-        sweep: Mapping[str, Sequence[float]] | None = None,
-        build: Builder | None = None,
-        population: Population | Halving | None = None,
-        seeds: Sequence[int] | None = None,
-    ):
-        super().__init__(loop)
-        self.num_seeds = num_seeds
+
+class _Lanes:
+    """The replicated pieces of one loop (see :func:`replicated`)."""
+
+    def __init__(self, loop, num_seeds, sweep, build, population, seeds):
         if sweep and build is None:
             raise ValueError("a sweep needs build: the loop of a lane's hyperparameter values")
         if population is not None and not sweep:
             raise ValueError("population-based training needs swept hyperparameters to explore")
+        self.loop, self.num_seeds = loop, num_seeds
         self._values = {k: np.asarray(v, np.float32) for k, v in (sweep or {}).items()}
         self.population = population
         self._seeds = tuple(seeds if seeds is not None else range(num_seeds))
@@ -88,51 +110,50 @@ class SeedLoop(LoopWrapper):
         self._begin = self._lanes(lambda lane: lane.begin, (axes,), (axes, 0, 0))
         self._rollout = self._lanes(lambda lane: lane.rollout, (axes,), (axes, 0, 0))
         self._learn = self._lanes(lambda lane: lane.learn, (axes, 0, 0), (axes, 0))
+        if loop.learn_pending is not None:
+            self._pending = self._lanes(lambda lane: lane.learn_pending, (axes, 0), (axes, 0))
         self._iteration = self._lanes(lambda lane: lane.iteration, (axes,), (axes, 0))
         self._stack = self._lanes(lambda lane: lane.stack)
 
-    def init(self, key):
+    def init(self, key: jax.Array) -> LoopState:
         state = self._init(self._values, key)
         if self.population is None:
             return state
         values = {k: jnp.asarray(v) for k, v in self._values.items()}
-        return _with(state, self.population.start(values, self._seeds))
+        return state._replace(population=self.population.start(values, self._seeds))
 
-    def begin(self, state):
+    def begin(self, state: LoopState):
         (state, k_rollout, k_learn), population, iteration = self._split(self._begin, state)
         return _with(state, population, iteration), k_rollout, k_learn
 
-    def rollout(self, state, fixed=None):
+    def rollout(self, state: LoopState, fixed: dict | None = None):
         if fixed is not None:
-            raise ValueError("the lanes of a SeedLoop read their edges from their own state")
+            raise ValueError("the lanes of a replicated loop read their edges from their state")
         (state, trajectory, k_learn), population, iteration = self._split(self._rollout, state)
         return _with(state, population, iteration), trajectory, k_learn
 
-    def learn(self, state, trajectory, key):
+    def learn(self, state: LoopState, trajectory: Any, key: jax.Array):
         return self._learned(*self._split(self._learn, state, trajectory, key))
 
-    def iteration(self, state, _=None):
+    def learn_pending(self, state: LoopState, pending: Any):
+        return self._learned(*self._split(self._pending, state, pending))
+
+    def iteration(self, state: LoopState, _: Any = None):
         return self._learned(*self._split(self._iteration, state))
 
-    def stack(self, transitions):
+    def stack(self, transitions: Sequence[Any]):
         return self._stack(self._values, transitions)
 
-    def step_fn(self, index: int):
-        step = self._lanes(lambda lane: lane.step_fn(index))
+    def call(self, index: int) -> Callable:
+        """Step call ``index`` for every lane; under a population its swept values are the
+        call's last argument (:meth:`call_args`)."""
+        step = self._lanes(lambda lane: lane.calls[index])
         if self.population is None:
-            return lambda *args: step(self._values, *args)
-        # The hyperparameters travel with the state of the call (see unroll).
-        return lambda packed, *args: step(packed[0], packed[1], *args)
+            return lambda state, inputs, key: step(self._values, state, inputs, key)
+        return lambda state, inputs, key, hparams: step(hparams, state, inputs, key)
 
-    def unroll(self, state, key, run, steps=None):
-        if self.population is None:
-            return self.inner.unroll(state, key, run, steps)
-        hparams = state.fragments[POPULATION].hparams
-
-        def with_hparams(index, call_state, *args):  # what step_fn takes under a population
-            return run(index, (hparams, call_state), *args)
-
-        return self.inner.unroll(state, key, with_hparams, steps)
+    def call_args(self, state: LoopState) -> tuple:
+        return () if self.population is None else (state.population.hparams,)
 
     def _split(self, method: Callable, state: LoopState, *args):
         """``method`` (batched) on ``state`` with each lane's hyperparameters: the sweep's, or
@@ -140,9 +161,8 @@ class SeedLoop(LoopWrapper):
         successive halving). Returns its outputs, the population and the run's iteration."""
         if self.population is None:
             return method(self._values, state, *args), None, None
-        fragments = dict(state.fragments)
-        population = fragments.pop(POPULATION)
-        lanes = state._replace(fragments=fragments)
+        population = state.population
+        lanes = state._replace(population=None)
         if self.population.own_iterations:
             lanes = lanes._replace(iteration=self.population.local(population, state.iteration))
         return method(population.hparams, lanes, *args), population, state.iteration
@@ -160,20 +180,13 @@ class SeedLoop(LoopWrapper):
 
 
 def _with(state: LoopState, population: Any, iteration: jax.Array | None = None) -> LoopState:
-    """``state`` with the population's state beside the fragments' (and the run's
-    ``iteration`` for the lanes' own counts)."""
+    """``state`` with the population's state (and the run's ``iteration`` for the lanes' own
+    counts)."""
     if population is None:
         return state
-    fragments = {**state.fragments, POPULATION: population}
     if iteration is None:
-        return state._replace(fragments=fragments)
-    return state._replace(fragments=fragments, iteration=iteration)
-
-
-# How a LoopState is laid out over the lanes: all but the iteration counter per lane, or (lanes
-# that count their own iterations) all of it.
-_STATE = LoopState(fragments=0, key=0, iteration=None, pending=0)
-_OWN_ITERATIONS = LoopState(fragments=0, key=0, iteration=0, pending=0)
+        return state._replace(population=population)
+    return state._replace(population=population, iteration=iteration)
 
 
 def _swept(build: Builder, method: Callable, in_axes=0, out_axes=0) -> Callable:
@@ -206,34 +219,48 @@ class Replicated(Single):
 
     name = "replicated"
     summary = "num_seeds × sweep points as lanes of one vmapped program"
+    supports = Supports(
+        envs=frozenset({EnvKind.JAX}),
+        policy_lags=(0, 1),
+        lanes=True,
+        why={"envs": "run one process per seed instead"},
+    )
 
     def __init__(self, lanes: int):
         self.lanes = lanes
 
-    def check(
-        self, config: TrainConfig, env: Environment | HostSimulator, spec: AlgorithmSpec
-    ) -> None:
-        if env.on_host:
-            raise ConfigError(
-                f"{self._runs(config)} need a JAX environment; {config.env} is a host "
-                "simulator (run one process per seed instead)"
-            )
-        super().check(config, env, spec)
+    def subject(self, request: Request) -> str:
+        return f"{request.lanes} runs (num_seeds = {request.num_seeds} × the hyperparameter sweep)"
 
-    def _runs(self, config: TrainConfig) -> str:
-        return f"{self.lanes} runs (num_seeds = {config.num_seeds} × the hyperparameter sweep)"
+    def wrap(self, source: LoopSource) -> Loop:
+        env = env_fragment(source)
+        loop = source.build(env, {})
+        population = source.population
+        if population is not None:
+            population = population.copying(loop.info.learner_side)
+        return replicated(
+            loop,
+            source.request.lanes,
+            source.sweep,
+            lambda swept: source.build(env, swept),
+            population,
+            source.request.seeds,
+        )
 
-    def wrap(self, resolved: Resolved, build: LoopBuilder) -> LoopLike:
-        env = env_fragment(resolved)
-        lanes = resolved.lanes
-        sweep = {name: [lane.point[name] for lane in lanes] for name in resolved.sweep}
-        loop = build(env, {})
-        pop = population.from_config(resolved.config, resolved.sweep, loop.learner_side, len(lanes))
-        seeds = [lane.seed for lane in lanes]
-        return SeedLoop(loop, len(lanes), sweep, lambda swept: build(env, swept), pop, seeds)
-
-    def initial_key(self, resolved: Resolved) -> jax.Array:
-        return seed_keys([lane.seed for lane in resolved.lanes])
+    def initial_key(self, request: Request) -> jax.Array:
+        return seed_keys(request.seeds)
 
     def evaluation(self, run: Callable) -> Callable:
         return jax.vmap(run)  # each run's evaluation is the one its single run makes
+
+
+def SeedLoop(loop: Loop, num_seeds: int, *args: Any, **kwargs: Any) -> Loop:  # noqa: N802
+    """Deprecated: :func:`replicated`."""
+    import warnings
+
+    warnings.warn(
+        "SeedLoop is deprecated; use jaxrl_fdg.policies.replication.replicated",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return replicated(loop, num_seeds, *args, **kwargs)

@@ -71,7 +71,7 @@ def probe(resolved: Resolved, mode: str, iterations: int) -> Probe:
     loop = build_loop(resolved)
     plan = resolved.placement.plan(mode, loop, Timings("off"), iterations)
     start = time.perf_counter()
-    state = plan.init(resolved.placement.initial_key(resolved))
+    state = plan.init(resolved.placement.initial_key(resolved.request))
     plan.compile(state)
     compile_s = time.perf_counter() - start
     times: list[float] = []

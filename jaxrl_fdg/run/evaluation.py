@@ -15,7 +15,7 @@ from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.evaluation import evaluation_key, evaluator
 from jaxrl_fdg.core.fragment import EmptyState, call, published
 from jaxrl_fdg.core.loop import iterations_done
-from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.profiling import Timings
@@ -26,8 +26,8 @@ from jaxrl_fdg.run.checkpoint import Checkpointer
 from jaxrl_fdg.run.run_folder import RunFolder
 
 
-def check_evaluation(resolved: Resolved, loop: LoopLike) -> None:
-    if loop.policy is None:
+def check_evaluation(resolved: Resolved, loop: Loop) -> None:
+    if loop.info.policy is None:
         raise ConfigError(f"algorithm {resolved.spec.name!r} defines no policy to evaluate")
     if resolved.env.on_host:
         raise ConfigError(
@@ -36,7 +36,7 @@ def check_evaluation(resolved: Resolved, loop: LoopLike) -> None:
 
 
 def evaluation_function(
-    resolved: Resolved, loop: LoopLike
+    resolved: Resolved, loop: Loop
 ) -> tuple[Callable[[dict, jax.Array], dict[str, jax.Array]], Callable[[int], jax.Array]]:
     """``(run, keys)``: ``run(state.fragments, keys(iteration))`` evaluates the learner's current
     ``params`` (its metrics stay on the device), with this placement's layout of the state."""
@@ -45,13 +45,14 @@ def evaluation_function(
     frag = evaluator(
         resolved.env,
         resolved.env_params,
-        loop.policy,
+        loop.info.policy,
         config.eval_episodes,
-        memory=loop.policy_memory,
+        memory=loop.info.policy_memory,
     )
 
     def run(states: dict, key: jax.Array) -> dict[str, jax.Array]:
-        params = published(loop.learner, states[loop.learner.name])["params"]
+        learner = loop.info.learner
+        params = published(learner, states[learner.name])["params"]
         return call(frag, EmptyState(), {"params": params}, key)[1]
 
     seeds = np.asarray([lane.seed for lane in resolved.lanes])
@@ -65,7 +66,7 @@ def evaluation_function(
 
 
 def evaluation_program(
-    resolved: Resolved, loop: LoopLike, state: LoopState, timings: Timings
+    resolved: Resolved, loop: Loop, state: LoopState, timings: Timings
 ) -> tuple[Callable[[LoopState, int], Any], Any]:
     """``(state, iteration) -> evaluation metrics`` (on the device): :func:`evaluation_function`
     compiled ahead of time for the shapes of ``state`` (shapes alone, so that a restored state,
@@ -124,7 +125,7 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec) -> dict[str, Any]:
         resolved = resolve(config, spec)
         loop = build_loop(resolved)
         # The shapes init returns are all a restore needs: nothing is compiled for them.
-        like = jax.eval_shape(loop.init, resolved.placement.initial_key(resolved))
+        like = jax.eval_shape(loop.init, resolved.placement.initial_key(resolved.request))
         state = checkpointer.restore(like, iteration)
     finally:
         checkpointer.close()

@@ -142,7 +142,7 @@ def compiled_need(resolved: Resolved) -> int | None:
     config = resolved.config
     loop = build_loop(resolved)
     plan = resolved.placement.plan(config.fusion, loop, Timings("off"), config.boundary_every)
-    shapes = jax.jit(loop.init).trace(resolved.placement.initial_key(resolved)).out_info
+    shapes = jax.jit(loop.init).trace(resolved.placement.initial_key(resolved.request)).out_info
     plan.compile(shapes)
     needs = [needed_bytes(c) for c in plan.compiled_so_far.values()]
     needs = [n for n in needs if n is not None]

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from jaxrl_fdg.core.loop import RUNS
-from jaxrl_fdg.policies.population import LINEAGE_PREFIXES
 from jaxrl_fdg.profiling import summary_table
+from jaxrl_fdg.tuning import LINEAGE_PREFIXES
 
 EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
 

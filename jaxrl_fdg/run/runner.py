@@ -27,10 +27,11 @@ from jaxrl_fdg.config import (
 )
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.loop import iterations_done
-from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
+from jaxrl_fdg.policies.fusion import Chunk
 from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.profiling.timers import block_until_ready
 from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, versions
@@ -64,7 +65,7 @@ def initial_key(config: TrainConfig | Resolved, spec: AlgorithmSpec | None = Non
     """The key :func:`train` starts from: one per lane (seed × sweep point) if there are
     several. ``config`` may be resolved already (:func:`~jaxrl_fdg.config.resolve`)."""
     resolved = resolve(config, spec)
-    return resolved.placement.initial_key(resolved)
+    return resolved.placement.initial_key(resolved.request)
 
 
 def make_train(
@@ -72,17 +73,19 @@ def make_train(
 ) -> Callable[[jax.Array], tuple[LoopState, dict[str, jax.Array]]]:
     """The whole run as one pure function ``train(key) -> (final state, metrics [iterations])``.
 
-    Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. With
+    Jit it, or ``jax.vmap`` it over keys to train several seeds in one program. It is the scan
+    plan's program (``policies.fusion.Chunk``) over the whole budget after ``init``: with
     ``key = initial_key(config)`` it computes what :func:`train` computes, up to float
     rounding: :func:`train` compiles ``init`` as a program of its own, without LLVM
     optimisation (``policies.compiling.RUN_ONCE``). ``config`` may be resolved already.
     """
     resolved = resolve(config, spec)
     loop, iterations = build_loop(resolved), resolved.config.num_iterations
+    chunk = Chunk(loop, iterations)
 
     def train_fn(key: jax.Array):
-        state = loop.init(key)
-        return jax.lax.scan(loop.iteration, state, length=iterations)
+        state, rows = chunk(loop.init(key), iterations)
+        return state, chunk.read(rows, iterations)
 
     return train_fn
 
@@ -110,7 +113,10 @@ def train(
     """
     unresolved = config.config if isinstance(config, Resolved) else config
     if unresolved.num_processes > 1:  # connect the processes before JAX starts its backends
-        distributed.initialize_for(unresolved)  # (and before the handlers: it installs its own)
+        # (and before the handlers: it installs its own)
+        distributed.initialize_for(
+            unresolved.num_processes, unresolved.process_id, unresolved.coordinator
+        )
     with Signals() as signals:
         return _resolve_and_train(config, spec, print_summary, resume, signals)
 
@@ -320,7 +326,7 @@ def _checkpointer(resolved: Resolved, path: Path | None, resume) -> Checkpointer
     return checkpointer
 
 
-def _check_run(resolved: Resolved, loop: LoopLike, resume: str | Path | None) -> None:
+def _check_run(resolved: Resolved, loop: Loop, resume: str | Path | None) -> None:
     """What needs the loop built, checked before anything compiles."""
     config = resolved.config
     if config.eval_every:
@@ -365,8 +371,8 @@ def _start(resolved, plan, extra, checkpointer, folder, resume):
     programs (orbax commits them to their device, which the lowering records), missing the
     compilation cache the run that wrote the checkpoint filled. Otherwise init runs first and
     the rest compile for its result, or for the restored checkpoint."""
-    key = resolved.placement.initial_key(resolved)
-    from_shapes = resolved.placement.compiles_from_shapes(resolved)
+    key = resolved.placement.initial_key(resolved.request)
+    from_shapes = resolved.placement.compiles_from_shapes(resolved.request)
     with _sweep_errors(resolved), _memory_errors(resolved):
         if from_shapes:  # checked for memory before init makes its state
             state = plan.start(key, extra, lambda p: memory.check_programs(resolved, p))

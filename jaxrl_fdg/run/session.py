@@ -14,7 +14,7 @@ import numpy as np
 from jaxrl_fdg.config import TrainConfig
 from jaxrl_fdg.core.evaluation import EVAL_OUTPUTS
 from jaxrl_fdg.core.loop import iterations_done
-from jaxrl_fdg.core.protocol import LoopLike
+from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.profiling import Timings, bound, chart, scope_overhead, summarize, trace
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, user_scope_names
@@ -240,7 +240,7 @@ class Session:
             rows.append(lane_row)
         self.lanes.append(rows)
 
-    def finish(self, loop: LoopLike) -> dict[str, Any]:
+    def finish(self, loop: Loop) -> dict[str, Any]:
         """Close progress, attribute any trace, summarise, write the run folder's files."""
         waited = self.timings.scopes.get(COMPILE_WAIT)  # for programs compiling behind the run
         compiling = waited.wall if waited else 0.0

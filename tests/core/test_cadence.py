@@ -24,14 +24,14 @@ TINY = rl.TrainConfig(
 @pytest.fixture(scope="module")
 def ppo():
     resolved = resolve(TINY)
-    return resolved.spec.build(resolved.context), rl.build_loop(resolved).env_frag
+    return resolved.spec.build(resolved.context), rl.build_loop(resolved).info.env
 
 
 def _loop(ppo, *extra, learner=None):
     algorithm, env = ppo
     if learner is not None:
         algorithm = algorithm._replace(learner=learner)
-    return rl.Loop(env, algorithm.with_fragments(*extra), TINY.rollout_len)
+    return rl.make_loop(env, algorithm.with_fragments(*extra), TINY.rollout_len)
 
 
 def _counter(name, role="transform", cadence=None, inputs=(), publish=None, outputs=("metrics",)):
@@ -56,7 +56,7 @@ def _counter(name, role="transform", cadence=None, inputs=(), publish=None, outp
 
 
 def _nodes(loop):
-    return [(str(n.cadence), tuple(c.label for c in n.calls)) for n in loop.schedule.after]
+    return [(str(n.cadence), tuple(c.label for c in n.calls)) for n in loop.info.schedule.after]
 
 
 def test_a_reader_of_a_published_edge_runs_after_its_publisher_whatever_the_declaration(ppo):
@@ -155,7 +155,7 @@ def test_a_transform_runs_where_what_it_reads_is_made(ppo):
     user = _counter("user", inputs=("token",))
     stepper = _counter("stepper", inputs=("observation",), outputs=())
     loop = _loop(ppo, maker, user, stepper)
-    assert loop.schedule.step == ("actor", "env", "stepper")
+    assert loop.info.schedule.step == ("actor", "env", "stepper")
     assert ("3 rounds per iteration", ("maker", "user")) in _nodes(loop)
 
 

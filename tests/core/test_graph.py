@@ -21,9 +21,13 @@ def test_fragment_rejects_bad_declarations():
         rl.fragment("f", "critic", _identity)
     with pytest.raises(ValueError, match="duplicate inputs"):
         rl.fragment("f", "actor", _identity, inputs=("x", "x"))
-    with pytest.raises(ValueError, match="unknown placement 'gpu'; valid: device, host"):
-        rl.fragment("f", "actor", _identity, placement="gpu")
-    assert rl.fragment("f", "env", _identity, placement="host").placement == "host"
+    with pytest.raises(ValueError, match="unknown site 'gpu'; valid: device, host"):
+        rl.fragment("f", "actor", _identity, site="gpu")
+    assert rl.fragment("f", "env", _identity, site="host").site is rl.Site.HOST
+    with pytest.warns(DeprecationWarning, match="use site="):
+        old = rl.fragment("f", "env", _identity, placement="host")
+    with pytest.warns(DeprecationWarning, match="Fragment.site"):
+        assert old.placement == "host"
 
 
 def test_call_checks_inputs_and_outputs():
@@ -57,25 +61,25 @@ def test_ppo_graph_edges():
 
 def test_missing_edge_is_named():
     loop = _ppo_loop()
-    needy = loop.actor._replace(inputs=("observation", "params", "goal"))
-    algo = rl.Algorithm("needy", needy, loop.learner)
+    needy = loop.info.actor._replace(inputs=("observation", "params", "goal"))
+    algo = rl.Algorithm("needy", needy, loop.info.learner)
     with pytest.raises(ValueError, match="input edge 'goal' of fragment 'actor' has no producer"):
-        rl.Loop(loop.env_frag, algo, 8)
+        rl.make_loop(loop.info.env, algo, 8)
 
 
 def test_roles_are_checked():
     loop = _ppo_loop()
     with pytest.raises(ValueError, match="role learner, expected actor"):
-        rl.Loop(loop.env_frag, rl.Algorithm("x", loop.learner, loop.learner), 8)
+        rl.make_loop(loop.info.env, rl.Algorithm("x", loop.info.learner, loop.info.learner), 8)
 
 
 def test_graph_state_mirrors_graph():
     loop = _ppo_loop(num_envs=2, rollout_len=4)
     state = jax.jit(loop.init)(jax.random.key(0))
     assert sorted(state.fragments) == ["actor", "env", "learner"]
-    loop.check_state(state)
+    loop.graph.check_state(state.fragments)
     with pytest.raises(ValueError, match="do not match the fragments"):
-        loop.check_state(state._replace(fragments={"env": 0, "learner": 0}))
+        loop.graph.check_state({"env": 0, "learner": 0})
 
 
 def test_describe_lists_nodes_edges_and_programs():
@@ -132,15 +136,17 @@ def test_a_rewriting_fragment_runs_after_the_producer_and_before_the_readers():
     loop = _ppo_loop(num_envs=2, rollout_len=4)
     # Declared first, yet scheduled by its edges: the env publishes the observation, the
     # transform rewrites it at every step, the actor acts on the rewritten one.
-    algo = rl.Algorithm("x", loop.actor, loop.learner, extra=(_scale("double_obs", "observation"),))
-    graph = rl.Loop(loop.env_frag, algo, 4).graph
+    algo = rl.Algorithm(
+        "x", loop.info.actor, loop.info.learner, extra=(_scale("double_obs", "observation"),)
+    )
+    graph = rl.make_loop(loop.info.env, algo, 4).graph
     assert graph.schedule.step == ("double_obs", "actor", "env")
     edges = {(e.source, e.target) for e in graph.edges}
     assert ("env.observation", "double_obs.observation") in edges
     assert ("double_obs.observation", "actor.observation") in edges
     # After the rollout: a trajectory rewriter runs before the learner.
     algo = algo.with_fragments(_scale("double_traj", "trajectory"))
-    graph = rl.Loop(loop.env_frag, algo, 4).graph
+    graph = rl.make_loop(loop.info.env, algo, 4).graph
     (learn,) = graph.schedule.after
     assert _labels(learn) == ("double_traj", "learner")
     edges = {(e.source, e.target, e.kind) for e in graph.edges}
@@ -150,8 +156,10 @@ def test_a_rewriting_fragment_runs_after_the_producer_and_before_the_readers():
 
 def test_the_trajectory_records_what_the_actor_saw():
     loop = _ppo_loop(num_envs=2, rollout_len=4)
-    algo = rl.Algorithm("x", loop.actor, loop.learner, extra=(_scale("double_obs", "observation"),))
-    looped = rl.Loop(loop.env_frag, algo, 4)
+    algo = rl.Algorithm(
+        "x", loop.info.actor, loop.info.learner, extra=(_scale("double_obs", "observation"),)
+    )
+    looped = rl.make_loop(loop.info.env, algo, 4)
     state = looped.init(jax.random.key(0))
     _, trajectory, _ = jax.jit(looped.rollout)(state)
     first = state.fragments["env"].observation
@@ -169,7 +177,11 @@ def test_cycles_and_unfed_batches_are_refused():
     one = rl.fragment("one", "transform", echo, inputs=("a",), outputs=("b",))
     two = rl.fragment("two", "transform", back, inputs=("b",), outputs=("a",))
     with pytest.raises(rl.ConfigError, match="a cycle: 'one' reads 'a' from 'two'"):
-        rl.Loop(loop.env_frag, rl.Algorithm("x", loop.actor, loop.learner, extra=(one, two)), 4)
-    hungry = loop.learner._replace(inputs=("batch",))
+        rl.make_loop(
+            loop.info.env,
+            rl.Algorithm("x", loop.info.actor, loop.info.learner, extra=(one, two)),
+            4,
+        )
+    hungry = loop.info.learner._replace(inputs=("batch",))
     with pytest.raises(ValueError, match="input edge 'batch' of fragment 'learner'"):
-        rl.Loop(loop.env_frag, rl.Algorithm("x", loop.actor, hungry), 4)
+        rl.make_loop(loop.info.env, rl.Algorithm("x", loop.info.actor, hungry), 4)

@@ -44,7 +44,7 @@ def test_same_results_whether_stepped_in_python_or_called_back(by_mode):
 
 def test_step_mode_does_not_compile_the_host_env():
     loop = rl.build_loop(resolve(TINY.replace(fusion="step")))
-    assert loop.env_frag.placement == "host"
+    assert loop.info.env.site == "host"
     plan = rl.make_plan("step", loop)
     state = plan.init(jax.random.key(0))
     plan.compile(state)

@@ -56,7 +56,7 @@ def pre_compile(monkeypatch):
 
     def train(config, **_):
         resolved = cfg.resolve(config)
-        resolved.placement.initial_key(resolved)
+        resolved.placement.initial_key(resolved.request)
         build_loop(resolved)
         cfg.dump_toml(cfg.to_mapping(resolved))
         raise SystemExit(0)  # a run would start here

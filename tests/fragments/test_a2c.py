@@ -42,7 +42,7 @@ def test_one_update_is_an_rmsprop_step_on_the_n_step_actor_critic_loss():
     state, traj, key = jax.jit(loop.rollout)(jax.jit(loop.init)(jax.random.key(0)))
     assert bool(jnp.any(traj.terminated))
     before = state.fragments["learner"]
-    after, out = jax.jit(loop.learner.apply)(before, {"trajectory": traj}, key)
+    after, out = jax.jit(loop.info.learner.apply)(before, {"trajectory": traj}, key)
 
     # By hand, as SB3 computes it: n-step returns, the A2C loss, global-norm clipping, then
     # PyTorch's RMSprop from a zero mean square: v = (1 − α) g², p ← p − lr · g / (√v + ε).
@@ -98,7 +98,7 @@ def test_continuous_actions_and_adam():
     # The state-independent log-std is learned: two steps moved it off its initial 0.
     assert np.all(np.abs(params["params"]["log_std"]) > 0)
     loop = rl.build_loop(resolve(config))
-    assert loop.actor.outputs == ("action", "raw_action", "log_prob", "value")
+    assert loop.info.actor.outputs == ("action", "raw_action", "log_prob", "value")
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.networks import QNetwork
 from jaxrl_fdg.fragments.offpolicy import n_step_experience
+from jaxrl_fdg.testing import first_call
 
 TINY = rl.TrainConfig(
     algo="dqn",
@@ -97,15 +98,13 @@ def test_epsilon_greedy_explores_at_the_given_rate():
 def test_warm_up_acts_at_random_then_epsilon_decays():
     loop = rl.build_loop(resolve(TINY))
     state = loop.init(jax.random.key(0))
-    carry = loop.rollout_carry(state.fragments, jax.random.key(1))
-    edges = loop.step_edges(loop.fixed_edges(state.fragments), carry)
-    inputs = {name: edges[name] for name in loop.actor.inputs}
+    inputs = first_call(loop, state, jax.random.key(1)).inputs  # the actor's
     assert sorted(inputs) == ["observation", "params"]
     q = QNetwork(2, (120, 84)).apply(inputs["params"], inputs["observation"])
     greedy = np.asarray(jnp.argmax(q, -1))
 
     def greedy_share(steps):
-        act = jax.jit(jax.vmap(lambda k: loop.step_fn(0)(jnp.int32(steps), inputs, k)[:2]))
+        act = jax.jit(jax.vmap(lambda k: loop.calls[0](jnp.int32(steps), inputs, k)[:2]))
         counts, out = act(jax.random.split(jax.random.key(2), 2000))
         assert (np.asarray(counts) == steps + 2).all()  # the actor counts env steps
         return float((np.asarray(out["action"]) == greedy).mean())

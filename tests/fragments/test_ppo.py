@@ -15,16 +15,17 @@ from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments.networks import ConvTorso, GaussianActorCritic
 from jaxrl_fdg.fragments.ppo import PPOConfig, check, optimizer
+from jaxrl_fdg.testing import first_call
 
 
 def test_actor_outputs(tiny):
     loop = rl.build_loop(resolve(tiny))
     state = loop.init(jax.random.key(0))
-    carry = loop.rollout_carry(state.fragments, jax.random.key(1))
-    edges = loop.step_edges(loop.fixed_edges(state.fragments), carry)
-    inputs = {name: edges[name] for name in loop.actor.inputs}
+    call = first_call(loop, state, jax.random.key(1))
+    inputs = call.inputs
+    assert call.fragment == "actor"
     assert sorted(inputs) == ["observation", "params"]  # only what the actor declared
-    _, out, _, _ = loop.step_fn(0)(carry.states["actor"], inputs, carry.key)
+    _, out, _, _ = loop.calls[0](state.fragments["actor"], inputs, call.key)
     assert out["action"].shape == (2,) and out["action"].dtype == jnp.int32
     assert out["log_prob"].shape == out["value"].shape == (2,)
     # Orthogonal init with gain 0.01 on the logits: the initial policy is near uniform.

@@ -16,6 +16,7 @@ from jaxrl_fdg.envs.spaces import Box
 from jaxrl_fdg.fragments import losses
 from jaxrl_fdg.fragments.networks import QNetwork
 from jaxrl_fdg.fragments.pqn import PQNConfig, check, make_batch
+from jaxrl_fdg.testing import first_call
 
 TINY = rl.TrainConfig(
     algo="pqn",
@@ -120,15 +121,13 @@ def test_targets_bootstrap_from_the_online_network_at_next_observation():
 def test_actor_counts_env_steps_and_decays_epsilon():
     loop = rl.build_loop(resolve(TINY))
     state = loop.init(jax.random.key(0))
-    carry = loop.rollout_carry(state.fragments, jax.random.key(1))
-    edges = loop.step_edges(loop.fixed_edges(state.fragments), carry)
-    inputs = {name: edges[name] for name in loop.actor.inputs}
+    inputs = first_call(loop, state, jax.random.key(1)).inputs  # the actor's
     assert sorted(inputs) == ["observation", "params"]
     q = QNetwork(2, (16,), layer_norm=True).apply(inputs["params"], inputs["observation"])
     greedy = np.asarray(jnp.argmax(q, -1))
 
     def greedy_share(steps):
-        act = jax.jit(jax.vmap(lambda k: loop.step_fn(0)(jnp.int32(steps), inputs, k)[:2]))
+        act = jax.jit(jax.vmap(lambda k: loop.calls[0](jnp.int32(steps), inputs, k)[:2]))
         counts, out = act(jax.random.split(jax.random.key(2), 2000))
         assert (np.asarray(counts) == steps + 2).all()
         return float((np.asarray(out["action"]) == greedy).mean())

@@ -165,14 +165,16 @@ def test_evaluation_carries_the_policys_memory():
     resolved = resolve(_config())
     loop = rl.build_loop(resolved)
     params = jax.jit(loop.init)(jax.random.key(0)).fragments["learner"].params
-    frag = evaluator(resolved.env, resolved.env_params, loop.policy, 3, memory=loop.policy_memory)
+    frag = evaluator(
+        resolved.env, resolved.env_params, loop.info.policy, 3, memory=loop.info.policy_memory
+    )
     _, out = jax.jit(frag.apply)(rl.EmptyState(), {"params": params}, jax.random.key(0))
     assert float(out["eval_length"]) >= 8
     np.testing.assert_allclose(out["eval_return"], out["eval_length"])  # CartPole: 1 a step
     # The memory is carried: the deterministic policy acts from it, step after step.
     obs = jnp.ones((3, 4))
-    memory = loop.policy_memory(3)
-    actions, memory = jax.jit(loop.policy)(params, obs, memory)
+    memory = loop.info.policy_memory(3)
+    actions, memory = jax.jit(loop.info.policy)(params, obs, memory)
     assert actions.shape == (3,) and float(jnp.abs(memory).max()) > 0
 
 

@@ -153,9 +153,12 @@ BASE = rl.TrainConfig(total_steps=256, num_envs=4, rollout_len=16, out=None, pro
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"placement": "actor_learner", "devices": 2}, "fusion must be 'fragment'"),
+        ({"placement": "actor_learner", "devices": 2}, "runs fusion modes fragment; got 'scan'"),
         ({"placement": "actor_learner", "fusion": "fragment", "devices": 3}, "uses 2 devices"),
-        ({"placement": "actor_learner", "fusion": "fragment", "devices": 2}, "needs 2 devices"),
+        (
+            {"placement": "actor_learner", "fusion": "fragment", "devices": 2},
+            "devices = 2 but this process sees 1",
+        ),
         ({"policy_lag": 2}, "unknown policy_lag 2 (valid: 0, 1)"),
         ({"policy_lag": 1, "placement": "data_parallel"}, "needs placement 'single' or"),
         (

@@ -1,9 +1,10 @@
 """Placement host_env: host simulators in two halves, host stepping overlapping device inference.
 
-The double-buffered plan (fusion ``step``) must compute exactly what the pure definition,
-``HalvedLoop``, computes when fused (the simulators then called back from inside the program);
-bad combinations are rejected before compiling; the schedule really leaves one half's actor
-program in flight while the host steps the other half; and PPO still learns through it.
+The double-buffered plan (fusion ``step``) must compute exactly what the pure definition, the
+loop with its env batch in halves, computes when fused (the simulators then called back from
+inside the program); bad combinations are rejected before compiling; the schedule really leaves
+one half's actor program in flight while the host steps the other half; and PPO still learns
+through it.
 """
 
 import time
@@ -15,6 +16,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
+from jaxrl_fdg.core.step import join_halves
 from jaxrl_fdg.envs import host
 from jaxrl_fdg.policies import host_env
 
@@ -55,7 +57,7 @@ def ppo_runs():
 
 def test_double_buffered_plan_equals_the_halved_loop_fused(ppo_runs):
     # step: simulators stepped in Python between dispatched actor programs, two halves
-    # interleaved. fragment and scan: HalvedLoop's pure rollout, simulators called back from
+    # interleaved. fragment and scan: the halved loop's pure rollout, simulators called back from
     # inside the compiled program. Same calls, same order, same keys: bit for bit equal.
     for mode in ("fragment", "scan"):
         _assert_same_run(ppo_runs["step"], ppo_runs[mode])
@@ -119,14 +121,14 @@ def test_two_halves_of_simulators_closed_after_the_run(ppo_runs):
 def test_learner_sees_the_whole_batch_half_zero_first():
     resolved = resolve(TINY)
     loop = rl.build_loop(resolved)
-    assert isinstance(loop, host_env.HalvedLoop)
-    assert loop.env_frag.placement == "host"
+    assert loop.info.halves == 2
+    assert loop.info.env.site is rl.Site.HOST
     state = jax.eval_shape(loop.init, jax.random.key(0))  # abstract: no simulator is made
     assert [h.observation.shape for h in state.fragments["env"]] == [(2, 4), (2, 4)]
     _, trajectory, _ = jax.eval_shape(loop.rollout, state)
     assert trajectory.observation.shape == (TINY.rollout_len, TINY.num_envs, 4)
     assert trajectory.reward.shape == (TINY.rollout_len, TINY.num_envs)
-    joined = host_env.HalvedLoop.join([{"x": np.zeros(2)}, {"x": np.ones(2)}])
+    joined = join_halves([{"x": np.zeros(2)}, {"x": np.ones(2)}])
     np.testing.assert_array_equal(joined["x"], [0, 0, 1, 1])
 
 
@@ -135,9 +137,9 @@ def test_learner_sees_the_whole_batch_half_zero_first():
     [
         ({"env": "CartPole-v1"}, "placement 'host_env' steps host simulators: env must be gym/"),
         ({"num_envs": 3, "total_steps": 3 * 8}, "num_envs must be even .*got 3"),
-        ({"devices": 2}, "devices must be 1, got 2"),
+        ({"devices": 2}, "devices = 2 needs placement .*placement 'host_env': one device"),
         ({"num_seeds": 2}, "num_seeds = 2"),
-        ({"fusion": "eager"}, "valid: step, fragment, iteration, scan\\), got 'eager'"),
+        ({"fusion": "eager"}, "fusion modes step, fragment, iteration, scan; got 'eager'"),
         ({"policy_lag": 1}, "policy_lag = 1 needs placement 'single' or 'actor_learner'"),
     ],
 )
@@ -177,7 +179,7 @@ def schedule():
 
     slow = resolved.env._replace(make_batch=make_batch)
     algorithm = resolved.spec.build(resolved.context)
-    loop = host_env.HalvedLoop.for_simulator(slow, config.num_envs, algorithm, config.rollout_len)
+    loop = host_env.halved(slow, config.num_envs, algorithm, config.rollout_len)
     events: list = []
     plan = host_env.DoubleBufferedPlan(loop, schedule=events)
     state = plan.init(jax.random.key(0))

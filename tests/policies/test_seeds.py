@@ -100,6 +100,7 @@ def test_per_seed_folders_plot_as_replicates(tmp_path):
 def test_host_simulators_take_one_seed():
     with pytest.raises(
         rl.ConfigError,
-        match=r"2 runs \(num_seeds = 2 × the hyperparameter sweep\) need a JAX environment",
+        match=r"2 runs \(num_seeds = 2 × the hyperparameter sweep\) cannot step a host simulator"
+        r".*run one process per seed instead",
     ):
         rl.resolve(BASE.replace(env="gym/CartPole-v1", num_seeds=2, out=None))

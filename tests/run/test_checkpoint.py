@@ -71,10 +71,11 @@ def test_a_donated_state_computes_the_same_and_resumes(tmp_path, monkeypatch, fu
     # threshold so this small one is, and check the run, its checkpoints and a resume.
     from jaxrl_fdg.config import resolve
     from jaxrl_fdg.policies import fusion as plans
+    from jaxrl_fdg.policies import plan
 
     config = DQN.replace(fusion=fusion, out=str(tmp_path))
     kept = rl.train(config.replace(run_name="kept"))
-    monkeypatch.setattr(plans, "DONATE_BYTES", 0)
+    monkeypatch.setattr(plan, "DONATE_BYTES", 0)
     plan = plans.make_plan(fusion, rl.build_loop(resolve(DQN)), chunk=2)
     state = plan.init(jax.random.key(0))
     plan.advance(state, 1)
