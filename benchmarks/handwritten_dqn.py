@@ -1,7 +1,7 @@
 """DQN on CartPole-v1 written by hand in one ``jax.lax.scan``: the no-framework baseline.
 
-The same math as ``jaxrl_fdg.fragments.dqn`` at its defaults, run with 10 envs, rollouts of one
-step and one update per iteration (``utd_ratio = 0.1``): double Q-learning, the loss
+The same math as ``jaxrl_fdg.fragments.algorithms.dqn`` at its defaults, run with 10 envs, rollouts
+of one step and one update per iteration (``utd_ratio = 0.1``): double Q-learning, the loss
 ``½ (Q(s, a) − y)²`` with ``y = r + γ (1 − terminated) Q_target(s', argmax_a Q(s', a))``, Adam
 2.5e-4 after clipping gradients to global norm 10, a 120-84 ReLU MLP, a 10k-transition ring
 buffer sampled uniformly in batches of 128, 10k env steps of random actions before the first

@@ -1,12 +1,12 @@
 """PPO on CartPole-v1 written by hand in one ``jax.lax.scan``: the no-framework baseline.
 
-The same math as ``jaxrl_fdg.fragments.ppo`` under ``--fusion scan`` (same network, losses,
-optimizer, GAE with truncation bootstrapping, episode statistics), with none of the framework's
-layers: no fragments, no edges, no graph state, no metric buffers, no host boundaries. It uses the
-CartPole simulator itself, as any hand-written JAX agent would use gymnax's. The actor, the env
-step and the update run under ``jax.named_scope``s named as the framework's fragments, so a
-profiler trace splits this program's device time the same way (``benchmarks/loop_share.py``);
-scopes are metadata and change nothing in the compiled program's work.
+The same math as ``jaxrl_fdg.fragments.algorithms.ppo`` under ``--fusion scan`` (same network,
+losses, optimizer, GAE with truncation bootstrapping, episode statistics), with none of the
+framework's layers: no fragments, no edges, no graph state, no metric buffers, no host boundaries.
+It uses the CartPole simulator itself, as any hand-written JAX agent would use gymnax's. The actor,
+the env step and the update run under ``jax.named_scope``s named as the framework's fragments, so a
+profiler trace splits this program's device time the same way (``benchmarks/loop_share.py``); scopes
+are metadata and change nothing in the compiled program's work.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """SAC on Pendulum-v1 written by hand in one ``jax.lax.scan``: the no-framework baseline.
 
-The same math as ``jaxrl_fdg.fragments.sac`` at its defaults, run with one env, rollouts of one
-step and one update per env step (``utd_ratio = 1``), Haarnoja et al. (2018, arXiv:1812.05905):
-with ``a' ~ π(·|s')`` a tanh-squashed Gaussian,
+The same math as ``jaxrl_fdg.fragments.algorithms.sac`` at its defaults, run with one env, rollouts
+of one step and one update per env step (``utd_ratio = 1``), Haarnoja et al. (2018,
+arXiv:1812.05905): with ``a' ~ π(·|s')`` a tanh-squashed Gaussian,
 
     y   = r + γ (1 − terminated) (min_i Q_target,i(s', a') − α log π(a'|s'))
     L_Q = ½ Σ_i mean((Q_i(s, a) − y)²)                      (twin critics)

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxrl_fdg as rl
-from jaxrl_fdg.fragments import ppo
+from jaxrl_fdg.fragments.algorithms import ppo
 
 BETA = 0.01  # weight of the bonus
 CAP = 5.0  # largest bonus before weighting, so one outlier cannot swamp the task reward

@@ -1,6 +1,6 @@
 """Evaluation inside the compiled program: an evaluator fragment that runs every N iterations.
 
-PPO (``jaxrl_fdg.fragments.ppo``, unchanged) gets one more fragment, added with
+PPO (``jaxrl_fdg.fragments.algorithms.ppo``, unchanged) gets one more fragment, added with
 ``Algorithm.with_fragments``: role ``evaluator``, cadence ``rl.every(N)``. It reads the
 learner's published ``params`` and plays ``episodes`` episodes, one per environment of its own
 (``ctx.env`` with ``ctx.env_params``, the run's environment), with the algorithm's
@@ -39,7 +39,7 @@ import numpy as np
 
 import jaxrl_fdg as rl
 from jaxrl_fdg import validate
-from jaxrl_fdg.fragments import ppo
+from jaxrl_fdg.fragments.algorithms import ppo
 
 
 @dataclasses.dataclass(frozen=True)

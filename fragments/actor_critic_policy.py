@@ -1,7 +1,7 @@
 """The policy and value networks of the actor-critic algorithms (PPO, A2C) and what the actor
 and the learner ask of them: sampling, log-probabilities and entropies of stored actions,
 values, the deterministic policy, and, for a recurrent policy, stepping and re-running its
-memory. See :mod:`jaxrl_fdg.fragments.actor_critic` for how the fragments use them.
+memory. See :mod:`jaxrl_fdg.fragments.algorithms.actor_critic` for how the fragments use them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from jaxrl_fdg.fragments.normalization import ObservationMoments
 from jaxrl_fdg.fragments.recurrent import RecurrentActorCritic, memory_width, reset_memory
 
 if TYPE_CHECKING:  # actor_critic imports this module
-    from jaxrl_fdg.fragments.actor_critic import ActorCriticConfig
+    from jaxrl_fdg.fragments.algorithms.actor_critic import ActorCriticConfig
 
 
 class Batch(NamedTuple):

@@ -77,7 +77,7 @@ class RecurrentActorCritic(nn.Module):
     value gradients of CartPole's returns of hundreds swamp the policy's after global-norm
     clipping). The memory is one array ``[..., memory_width]`` (:func:`memory_width`), the
     policy's then the value's, zeros at the start of an episode; resetting it where episodes
-    start is the caller's business (``fragments.actor_critic``).
+    start is the caller's business (``fragments.algorithms.actor_critic``).
 
     ``__call__`` is one step: ``(memory [B, W], obs [B, *obs_shape]) -> (memory, (logits [B, A],
     value [B]))``, or with ``continuous`` ``(mean, log_std, value)`` as

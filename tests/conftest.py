@@ -35,7 +35,7 @@ _LONGEST_FIRST = (
     "tests/policies/test_fusion_offpolicy.py",
     "tests/policies/test_placement.py",
     "tests/envs/test_envpool.py",
-    "tests/fragments/test_offpolicy_normalization.py",
+    "tests/fragments/algorithms/test_offpolicy_normalization.py",
     "tests/policies/test_host_env.py",
 )
 

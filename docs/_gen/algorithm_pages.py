@@ -78,12 +78,12 @@ def facts(name: str) -> Facts:
     by_name = {f.name: f for f in fields}
     memory: tuple[str, ...] = ()
     if "memory" in by_name:
-        from jaxrl_fdg.fragments.actor_critic import MEMORIES
+        from jaxrl_fdg.fragments.algorithms.actor_critic import MEMORIES
 
         memory = tuple(m for m in MEMORIES if m != "none" and _accepts(spec, Discrete(2), memory=m))
     torsos: tuple[str, ...] = ()
     if "torso" in by_name:
-        from jaxrl_fdg.fragments.actor_critic import TORSOS
+        from jaxrl_fdg.fragments.algorithms.actor_critic import TORSOS
 
         torsos = tuple(t for t in TORSOS if t != "mlp")
     defaults = {k: spec.defaults.get(k, v) for k, v in cfg.RUN_DEFAULTS.items()}

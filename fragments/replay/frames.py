@@ -94,7 +94,7 @@ class FrameReplay(NamedTuple):
       init: ``(example_observation, example_action) -> state`` (no batch axis).
       store: ``(state, trajectory [T, B]) -> state``: the rollout as n-step transitions.
       sample: ``(state, key, beta) -> Sample`` of
-        :class:`~jaxrl_fdg.fragments.offpolicy.Experience`-shaped ``transitions``
+        :class:`~jaxrl_fdg.fragments.algorithms.offpolicy.Experience`-shaped ``transitions``
         (``observation, action, reward, discount, next_observation``).
       lookup: ``(state, indices) -> (transitions, valid)``: the transitions at slots
         ``indices`` and whether each could be rebuilt (False where its final frame was
@@ -131,7 +131,7 @@ def make_frame_replay(
     ``capacity`` must be a multiple of ``num_envs``; ``stack`` is ``K``, the frames stacked on
     the observation's trailing axis (1: whole observations). ``make_transitions(observation,
     action, reward, discount, next_observation)`` builds the sampled transitions
-    (:class:`~jaxrl_fdg.fragments.offpolicy.Experience`).
+    (:class:`~jaxrl_fdg.fragments.algorithms.offpolicy.Experience`).
     """
     if capacity % num_envs:
         raise ValueError(f"capacity {capacity} is not a multiple of num_envs {num_envs}")

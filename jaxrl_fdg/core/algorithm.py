@@ -106,7 +106,7 @@ class Algorithm(NamedTuple):
     evaluator. Each runs as its cadence says (:mod:`jaxrl_fdg.core.cadence`), ordered by the
     edges it reads (:mod:`jaxrl_fdg.core.graph`); their metrics are logged as
     ``<fragment>/<metric>``. An off-policy learner declares ``rounds(k, when=...)`` and reads the
-    ``batch`` a replay's ``sample`` method writes (``fragments.offpolicy``).
+    ``batch`` a replay's ``sample`` method writes (``fragments.algorithms.offpolicy``).
 
     ``policy(params, observations) -> actions`` is the deterministic policy used for evaluation
     (the most probable action, or the mean of a Gaussian), on the learner's published ``params``.

@@ -125,7 +125,7 @@ def publish(state: EnvFragmentState) -> dict[str, jax.Array]:
     one).
 
     ``episode_step == 0`` is where a recurrent actor resets its memory
-    (``fragments.actor_critic``). The edge is the running ``episode_length`` of the state
+    (``fragments.algorithms.actor_critic``). The edge is the running ``episode_length`` of the state
     itself, published as it is rather than as a derived flag: it adds nothing to the state
     (checkpoints and host-side steps are unchanged, every simulator behind
     :func:`batched_env_fragment` has it, JAX, brax and host alike), and computes nothing where

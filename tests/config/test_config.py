@@ -67,7 +67,8 @@ def test_boundaries_auto_and_explicit():
 
 
 def test_unset_run_settings_take_the_algorithms_defaults():
-    # SAC's default run is Pendulum-v1, 30,000 steps of 4 envs × 8 (fragments/continuous.py).
+    # SAC's default run is Pendulum-v1, 30,000 steps of 4 envs × 8
+    # (fragments/algorithms/continuous.py).
     sac = cfg.resolve(rl.TrainConfig(algo="sac", out=None)).config
     assert (sac.env, sac.total_steps, sac.num_envs, sac.rollout_len) == (
         "Pendulum-v1",

@@ -71,7 +71,7 @@ def test_a_graph_error_in_user_code_is_one_line_exit_2(tmp_path, capsys):
     code = textwrap.dedent(
         """
         import jaxrl_fdg as rl
-        from jaxrl_fdg.fragments import ppo
+        from jaxrl_fdg.fragments.algorithms import ppo
 
         def swap(a, b):
             return lambda state, inputs, key: (state, {b: inputs[a]})
@@ -147,7 +147,7 @@ def _module(tmp_path, name: str, code: str) -> None:
 
 def test_a_module_reference_and_a_users_environment(tmp_path, monkeypatch, capsys):
     # A package module on the path holds an algorithm; another registers an environment.
-    _module(tmp_path, "lab_algos", "from jaxrl_fdg.fragments.a2c import SPEC as A2C\n")
+    _module(tmp_path, "lab_algos", "from jaxrl_fdg.fragments.algorithms.a2c import SPEC as A2C\n")
     _module(
         tmp_path,
         "lab_envs",
@@ -191,7 +191,7 @@ def installed_plugin(tmp_path, monkeypatch):
         "labplugin",
         """
         from jaxrl_fdg import envs
-        from jaxrl_fdg.fragments.a2c import SPEC as A2C
+        from jaxrl_fdg.fragments.algorithms.a2c import SPEC as A2C
 
         SPEC = A2C._replace(name="lab-a2c", summary="A2C, from an installed package")
 
@@ -228,7 +228,7 @@ def test_a_hyperparameter_named_like_a_run_setting_is_refused(tmp_path, capsys):
         """
         import dataclasses
         import jaxrl_fdg as rl
-        from jaxrl_fdg.fragments import ppo
+        from jaxrl_fdg.fragments.algorithms import ppo
 
         @dataclasses.dataclass(frozen=True)
         class Clashing(ppo.PPOConfig):

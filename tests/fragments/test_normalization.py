@@ -11,7 +11,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
-from jaxrl_fdg.fragments import actor_critic as ac
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 from jaxrl_fdg.fragments.normalization import COLLECTION, ObservationMoments
 
 OBS = np.random.default_rng(0).normal([3.0, -1.0], [2.0, 0.5], size=(5, 6, 2)).astype(np.float32)

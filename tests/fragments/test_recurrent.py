@@ -12,9 +12,9 @@ import pytest
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.core.evaluation import evaluator
-from jaxrl_fdg.fragments import actor_critic as ac
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
+from jaxrl_fdg.fragments.algorithms.ppo import PPOConfig
 from jaxrl_fdg.fragments.minibatch import sequence_minibatch_epochs
-from jaxrl_fdg.fragments.ppo import PPOConfig
 
 # 4 envs × 16 steps: CartPole episodes end inside a rollout, so resets happen mid-sequence.
 RECURRENT = {"memory": "gru", "memory_size": 8, "hidden_sizes": (16,)}

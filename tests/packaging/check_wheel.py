@@ -31,7 +31,7 @@ REQUIRED = [
     "jaxrl_fdg/run/run_folder.py",
     "jaxrl_fdg/envs/__init__.py",
     "jaxrl_fdg/envs/classic/cartpole.py",
-    "jaxrl_fdg/fragments/ppo.py",
+    "jaxrl_fdg/fragments/algorithms/ppo.py",
     "jaxrl_fdg/fragments/replay/sum_tree.py",
     "jaxrl_fdg/profiling/timers.py",
 ]
@@ -46,7 +46,12 @@ def main(wheel: str) -> None:
     if missing:
         raise SystemExit(f"wheel lacks {missing}")
     site = Path(sysconfig.get_paths()["purelib"]).resolve()
-    for module in ("jaxrl_fdg", "jaxrl_fdg.envs", "jaxrl_fdg.fragments.ppo", "jaxrl_fdg.profiling"):
+    for module in (
+        "jaxrl_fdg",
+        "jaxrl_fdg.envs",
+        "jaxrl_fdg.fragments.algorithms.ppo",
+        "jaxrl_fdg.profiling",
+    ):
         path = Path(importlib.import_module(module).__file__).resolve()
         if site not in path.parents:
             raise SystemExit(f"{module} was imported from {path}, not from the installed wheel")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxrl_fdg.core.loop import Transition
-from jaxrl_fdg.fragments.offpolicy import Experience, n_step_experience
+from jaxrl_fdg.fragments.algorithms.offpolicy import Experience, n_step_experience
 from jaxrl_fdg.fragments.replay import make_prioritized, make_uniform
 from jaxrl_fdg.fragments.replay.frames import make_frame_replay
 

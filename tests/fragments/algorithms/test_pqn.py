@@ -14,8 +14,8 @@ from jaxrl_fdg.config import resolve
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.envs.spaces import Box
 from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments.algorithms.pqn import PQNConfig, check, make_batch
 from jaxrl_fdg.fragments.networks import QNetwork
-from jaxrl_fdg.fragments.pqn import PQNConfig, check, make_batch
 from jaxrl_fdg.testing import first_call
 
 TINY = rl.TrainConfig(

@@ -11,10 +11,10 @@ import pytest
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.envs.spaces import Box
-from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import distributions as dist
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
+from jaxrl_fdg.fragments.algorithms.ppo import PPOConfig, check, optimizer
 from jaxrl_fdg.fragments.networks import ConvTorso, GaussianActorCritic
-from jaxrl_fdg.fragments.ppo import PPOConfig, check, optimizer
 from jaxrl_fdg.testing import first_call
 
 

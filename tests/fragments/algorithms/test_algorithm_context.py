@@ -9,7 +9,7 @@ import pytest
 import jaxrl_fdg as rl
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.envs.spaces import Box, Discrete
-from jaxrl_fdg.fragments.ppo import PPOConfig
+from jaxrl_fdg.fragments.algorithms.ppo import PPOConfig
 
 BUILT_IN = ("ppo", "a2c", "impala", "pqn", "dqn", "c51", "sac", "td3", "ddpg")
 

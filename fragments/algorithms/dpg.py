@@ -37,7 +37,8 @@ import optax
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
-from jaxrl_fdg.fragments import continuous, exploration, offpolicy
+from jaxrl_fdg.fragments import exploration
+from jaxrl_fdg.fragments.algorithms import continuous, offpolicy
 from jaxrl_fdg.fragments.networks import ContinuousCritic, DeterministicActor
 
 

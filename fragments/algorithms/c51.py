@@ -1,5 +1,6 @@
 """C51, the categorical distributional DQN, as a head on the DQN machinery of
-:mod:`jaxrl_fdg.fragments.dqn` (replay, n-step returns, ε-greedy, warm-up, target network).
+:mod:`jaxrl_fdg.fragments.algorithms.dqn` (replay, n-step returns, ε-greedy, warm-up, target
+network).
 
 Bellemare, Dabney & Munos (2017), "A Distributional Perspective on Reinforcement Learning",
 ICML, arXiv:1707.06887. The network outputs, per action, probabilities ``p_i(s, a)`` on the
@@ -25,7 +26,8 @@ import jax.numpy as jnp
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import dqn, losses
+from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments.algorithms import dqn
 from jaxrl_fdg.fragments.networks import CategoricalQNetwork
 
 

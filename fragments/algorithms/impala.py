@@ -33,8 +33,9 @@ from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec,
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.core.names import LOG_PROB
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import a2c, losses
-from jaxrl_fdg.fragments import actor_critic as ac
+from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments.algorithms import a2c
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 
 
 @dataclasses.dataclass(frozen=True)

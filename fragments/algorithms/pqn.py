@@ -34,8 +34,8 @@ from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.core.names import ACTION, METRICS, OBSERVATION, PARAMS, TRAJECTORY
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import exploration, losses
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 from jaxrl_fdg.fragments.minibatch import minibatch_epochs
 from jaxrl_fdg.fragments.networks import (
     ACTIVATIONS,

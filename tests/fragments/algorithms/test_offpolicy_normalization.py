@@ -9,8 +9,8 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
+from jaxrl_fdg.fragments.algorithms.offpolicy import MOMENTS
 from jaxrl_fdg.fragments.normalization import COLLECTION, ObservationMoments
-from jaxrl_fdg.fragments.offpolicy import MOMENTS
 
 ITERATIONS, ENVS, STEPS = 3, 2, 4
 

@@ -30,7 +30,8 @@ from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec,
 from jaxrl_fdg.core.names import ACTION, BATCH, METRICS, OBSERVATION, PARAMS, TD_ERROR
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import exploration, losses, offpolicy
+from jaxrl_fdg.fragments import exploration, losses
+from jaxrl_fdg.fragments.algorithms import offpolicy
 from jaxrl_fdg.fragments.networks import (
     ACTIVATIONS,
     TORSO_HELP,
@@ -104,7 +105,7 @@ class QHead(NamedTuple):
       q_values: ``(params, observation [B, ...]) -> [B, A]``, what ε-greedy and the evaluation
         policy take the argmax of.
       target: ``(params, target_params, experience) -> target``, the bootstrapped target of a
-        batch of :class:`~jaxrl_fdg.fragments.offpolicy.Experience`, without gradient.
+        batch of :class:`~jaxrl_fdg.fragments.algorithms.offpolicy.Experience`, without gradient.
       loss: ``(params, experience, target) -> (per_sample [B], td_error [B], metrics)``: the
         loss per transition (the learner weights it by the replay's importance weights), what
         prioritized replay takes ``|·|`` of as priority, and scalar metrics.

@@ -8,8 +8,8 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
-from jaxrl_fdg.fragments import actor_critic as ac
-from jaxrl_fdg.fragments.a2c import A2CConfig
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
+from jaxrl_fdg.fragments.algorithms.a2c import A2CConfig
 
 
 def _config(**changes):

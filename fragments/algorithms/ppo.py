@@ -14,8 +14,8 @@ with ``V_clip = V_old + clip(V − V_old, −ε_v, ε_v)`` (``vf_clip = inf`` tu
 
 A ``Discrete`` action space gets a categorical policy; a one-dimensional ``Box`` gets a diagonal
 Gaussian with a state-independent learnable log-std, whose sample is clipped to the box for the
-env only (``fragments.actor_critic``). Everything but the loss and the minibatch epochs is shared
-with A2C through ``fragments.actor_critic``.
+env only (``fragments.algorithms.actor_critic``). Everything but the loss and the minibatch epochs
+is shared with A2C through ``fragments.algorithms.actor_critic``.
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
-from jaxrl_fdg.fragments import actor_critic as ac
 from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 from jaxrl_fdg.fragments.minibatch import minibatch_epochs, sequence_minibatch_epochs
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig(ac.ActorCriticConfig):
     """PPO hyperparameters (each is a ``--flag`` of ``jaxrl-fdg train``): those of
-    :class:`~jaxrl_fdg.fragments.actor_critic.ActorCriticConfig`, with PureJaxRL's CartPole
-    defaults, plus the clipping ranges and the minibatch epochs."""
+    :class:`~jaxrl_fdg.fragments.algorithms.actor_critic.ActorCriticConfig`, with PureJaxRL's
+    CartPole defaults, plus the clipping ranges and the minibatch epochs."""
 
     clip_eps: float = hparam(0.2, "clipping range ε of the policy's probability ratio")
     vf_clip: float = hparam(0.2, "clipping range of the value loss around the rollout's values")

@@ -15,7 +15,8 @@
   followed by the Polyak update of its target network; each algorithm computes ``y`` its way.
 * Brax's two options: ``reward_scaling`` in the TD target, and ``normalize_observations``
   (running moments of every observation collected, applied to the sampled batches and published
-  with the actor's parameters; :func:`~jaxrl_fdg.fragments.offpolicy.normalized_observations`).
+  with the actor's parameters;
+  :func:`~jaxrl_fdg.fragments.algorithms.offpolicy.normalized_observations`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import optax
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
 from jaxrl_fdg.core.names import ACTION, OBSERVATION, PARAMS
-from jaxrl_fdg.fragments import exploration, losses, normalization, offpolicy
+from jaxrl_fdg.fragments import exploration, losses, normalization
+from jaxrl_fdg.fragments.algorithms import offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
 
 # The run SAC, TD3 and DDPG default to (``AlgorithmSpec.defaults``): Pendulum-v1, which each

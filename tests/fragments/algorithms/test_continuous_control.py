@@ -9,8 +9,9 @@ import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.envs.spaces import Box
-from jaxrl_fdg.fragments import continuous, dpg, exploration, sac
-from jaxrl_fdg.fragments.offpolicy import Experience
+from jaxrl_fdg.fragments import exploration
+from jaxrl_fdg.fragments.algorithms import continuous, dpg, sac
+from jaxrl_fdg.fragments.algorithms.offpolicy import Experience
 from jaxrl_fdg.fragments.replay import Sample
 
 # Small networks and batches, and SB3 zoo's Pendulum learning rate (1e-3), so each run takes

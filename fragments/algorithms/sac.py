@@ -35,8 +35,8 @@ import optax
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
-from jaxrl_fdg.fragments import continuous
 from jaxrl_fdg.fragments import distributions as dist
+from jaxrl_fdg.fragments.algorithms import continuous
 from jaxrl_fdg.fragments.networks import ContinuousCritic, SquashedGaussianActor
 
 

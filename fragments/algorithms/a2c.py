@@ -17,7 +17,7 @@ gradient clipping and the optimizer's ε.
 
 The optimizer is RMSprop as in SB3 (PyTorch's: decay 0.99, ε = 1e-5 added outside the square
 root, mean square starting at 0), or Adam. Policy, actor, advantages and learner frame are shared
-with PPO through ``fragments.actor_critic``.
+with PPO through ``fragments.algorithms.actor_critic``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
-from jaxrl_fdg.fragments import actor_critic as ac
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 
 OPTIMIZERS = ("rmsprop", "adam")
 
@@ -37,8 +37,8 @@ OPTIMIZERS = ("rmsprop", "adam")
 @dataclasses.dataclass(frozen=True)
 class A2CConfig(ac.ActorCriticConfig):
     """A2C hyperparameters (each is a ``--flag`` of ``jaxrl-fdg train``): those of
-    :class:`~jaxrl_fdg.fragments.actor_critic.ActorCriticConfig` with Stable-Baselines3's A2C
-    defaults (learning rate 7e-4, constant; λ = 1; no entropy bonus; value loss weighted as
+    :class:`~jaxrl_fdg.fragments.algorithms.actor_critic.ActorCriticConfig` with Stable-Baselines3's
+    A2C defaults (learning rate 7e-4, constant; λ = 1; no entropy bonus; value loss weighted as
     SB3's; no advantage normalisation), plus the optimizer. SB3 also updates every 5 steps of
     its ``n_envs`` envs: pass ``rollout_len=5`` (and, as rl-baselines3-zoo does for
     CartPole-v1, ``num_envs=8``).

@@ -9,8 +9,8 @@ import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.fragments import exploration, losses
+from jaxrl_fdg.fragments.algorithms.offpolicy import n_step_experience
 from jaxrl_fdg.fragments.networks import QNetwork
-from jaxrl_fdg.fragments.offpolicy import n_step_experience
 from jaxrl_fdg.testing import first_call
 
 TINY = rl.TrainConfig(

@@ -8,7 +8,8 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
-from jaxrl_fdg.fragments import c51, losses
+from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments.algorithms import c51
 from jaxrl_fdg.fragments.networks import CategoricalQNetwork
 
 TINY = rl.TrainConfig(

@@ -1,0 +1,53 @@
+"""The built-in algorithms, one module each, made of the building blocks in
+:mod:`jaxrl_fdg.fragments`; each module holds its hyperparameter dataclass and its spec, found by
+name through the ``jaxrl_fdg.algorithms`` entry points (``--algo NAME``).
+
+* ``ppo``: Proximal Policy Optimization, Schulman et al. (2017), arXiv:1707.06347; ``SPEC``,
+  ``ppo``.
+* ``a2c``: Advantage Actor-Critic, the synchronous A3C of Mnih et al. (2016), arXiv:1602.01783;
+  ``SPEC``, ``a2c``.
+* ``impala``: IMPALA's V-trace learner, Espeholt et al. (2018), arXiv:1802.01561; ``SPEC``,
+  ``impala``.
+* ``dqn``: Deep Q-Networks, Mnih et al. (2015), Nature 518, with Rainbow's options (Hessel et al.
+  2018, arXiv:1710.02298); ``SPEC``, ``dqn``.
+* ``c51``: categorical distributional DQN, Bellemare, Dabney & Munos (2017), arXiv:1707.06887;
+  ``SPEC``, ``c51``.
+* ``pqn``: Parallelised Q-Network, Gallici et al. (2024), arXiv:2407.04811; ``SPEC``, ``pqn``.
+* ``sac``: Soft Actor-Critic, Haarnoja et al. (2018), arXiv:1801.01290 and arXiv:1812.05905;
+  ``SPEC``, ``sac``.
+* ``dpg``: deterministic policy gradients, TD3 (Fujimoto, van Hoof & Meger 2018, arXiv:1802.09477;
+  ``TD3_SPEC``, ``td3``) and DDPG (Lillicrap et al. 2016, arXiv:1509.02971; ``DDPG_SPEC``,
+  ``ddpg``).
+
+The families they share: ``actor_critic`` (PPO, A2C and IMPALA; PQN borrows its optimizer and
+rollout learner), ``offpolicy`` (the replay and update-to-data schedule of DQN, C51, SAC, TD3 and
+DDPG) and ``continuous`` (what SAC, TD3 and DDPG share). C51 is a head on ``dqn``'s machinery.
+"""
+
+from jaxrl_fdg.fragments.algorithms import (
+    a2c,
+    actor_critic,
+    c51,
+    continuous,
+    dpg,
+    dqn,
+    impala,
+    offpolicy,
+    ppo,
+    pqn,
+    sac,
+)
+
+__all__ = [
+    "a2c",
+    "actor_critic",
+    "c51",
+    "continuous",
+    "dpg",
+    "dqn",
+    "impala",
+    "offpolicy",
+    "ppo",
+    "pqn",
+    "sac",
+]
