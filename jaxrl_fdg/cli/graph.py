@@ -15,11 +15,12 @@ from typing import NamedTuple
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg.cli import common
 from jaxrl_fdg.core import algorithm as algorithms
-from jaxrl_fdg.core.cadence import STEP, Cadence, Every, Rounds, Step
+from jaxrl_fdg.core.cadence import STEP, Cadence, Every, Rounds, Step, gate
 from jaxrl_fdg.core.schedule import Schedule
 from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.policies import programs
 from jaxrl_fdg.run import build_loop
+from jaxrl_fdg.run.build import hazards
 
 DESCRIPTION = (
     "Print an algorithm's dataflow graph for a run's settings: its nodes and edges, the "
@@ -43,7 +44,7 @@ class Firing(NamedTuple):
         can make where a condition gates it.
       env_steps: env steps from one of its calls to the next (the step body: ``num_envs``, one
         call steps every env), or from one iteration it runs in to the next.
-      gate: the condition that gates it (``rounds(k, when)``), else None.
+      gate: the condition that gates it (``rounds(k, when)``, ``every(n, when)``), else None.
     """
 
     label: str
@@ -69,14 +70,15 @@ def firings(schedule: Schedule, num_envs: int, iterations: int) -> tuple[Firing,
     out = [Firing(f"rollout: {step}", STEP, length, 1, length * iterations, num_envs)]
     for node in schedule.after:
         label = ", ".join(c.label for c in node.calls)
-        cadence, count, period, gate = node.cadence, 1, 1, None
+        cadence, count, period = node.cadence, 1, 1
+        when = gate(cadence)
         if isinstance(cadence, Every):
             period = cadence.n
         elif isinstance(cadence, Rounds):
             count = cadence.count
-            gate = None if cadence.when is None else str(cadence.when)
+        gate_text = None if when is None else str(when)
         calls = count * (iterations // period)
-        out.append(Firing(label, cadence, count, period, calls, period * per_iteration, gate))
+        out.append(Firing(label, cadence, count, period, calls, period * per_iteration, gate_text))
     return tuple(out)
 
 
@@ -98,6 +100,11 @@ def describe(firing: Firing, iterations: int) -> str:
         )
     if f.calls == 0:
         return f"{f.cadence}: never, the run has {over}"
+    if f.gate is not None:
+        return (
+            f"every {_count(f.period, 'iteration')} when its condition holds: at most "
+            f"{_count(f.calls, 'time')}, every {f.env_steps:,} env steps; gated by: {f.gate}"
+        )
     return f"{f.cadence}: {_count(f.calls, 'time')}, every {f.env_steps:,} env steps"
 
 
@@ -118,16 +125,6 @@ def lines(counted: tuple[Firing, ...], config: cfg.TrainConfig, lanes: int = 1) 
     ]
     out += [f"  {f.label:<{width}}  {describe(f, iterations)}" for f in counted]
     return out
-
-
-def never(counted: tuple[Firing, ...], iterations: int) -> list[str]:
-    """A warning for each node whose ``every(n)`` cannot fire in ``iterations`` iterations."""
-    return [
-        f"{f.label} runs {f.cadence}, and this run has {_count(iterations, 'iteration')}: it "
-        "never runs (raise --total-steps, or run it more often)"
-        for f in counted
-        if isinstance(f.cadence, Every) and f.calls == 0
-    ]
 
 
 def parser(algo: str) -> argparse.ArgumentParser:
@@ -186,7 +183,7 @@ def run(argv: list[str]) -> int:
     loop = build_loop(resolved)
     schedule, config = loop.graph.schedule, resolved.config
     counted = firings(schedule, config.num_envs, config.num_iterations)
-    for message in never(counted, config.num_iterations):
+    for message in hazards(loop, config.num_iterations):
         warn(message)
     print(loop.graph.describe(programs(schedule)))
     print("\n".join(lines(counted, config, len(resolved.lanes))))

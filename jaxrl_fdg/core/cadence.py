@@ -7,8 +7,9 @@ schedule tree, which the loop interprets:
 =================== ============================================================================
 ``STEP``            at every env step, inside the rollout (env, actor, observation transforms)
 ``ITERATION``       once per iteration, after the rollout (on-policy learners, a replay's store)
-``every(n)``        once every ``n`` iterations, after the rollout, at the end of iterations
-                    ``n, 2n, 3n, ...`` (an auxiliary phase, a target sync, in-graph evaluation)
+``every(n, when)``  once every ``n`` iterations, after the rollout, at the end of iterations
+                    ``n, 2n, 3n, ...`` where ``when`` holds (an auxiliary phase, a target sync,
+                    in-graph evaluation)
 ``rounds(k, when)`` ``k`` rounds per iteration, after the rollout, while ``when`` holds (an
                     off-policy learner's updates: sample, learn, new priorities)
 =================== ============================================================================
@@ -61,15 +62,20 @@ class Condition:
 
 @dataclasses.dataclass(frozen=True)
 class Every:
-    """Once every ``n`` iterations, at the end of iterations ``n, 2n, ...`` (counted from 1).
+    """Once every ``n`` iterations, at the end of iterations ``n, 2n, ...`` (counted from 1),
+    where ``when`` holds (always, if ``None``).
 
-    Inside a compiled program the node is a ``lax.cond`` on the iteration counter, so it costs
-    nothing on the other iterations and every fusion mode runs it at the same iterations."""
+    Inside a compiled program the node is a ``lax.cond`` on the iteration counter (and the
+    condition), so it costs nothing on the other iterations and every fusion mode runs it at the
+    same iterations. An iteration where it is due but ``when`` does not hold is one where it does
+    not run: its metrics say so (``<fragment>/runs`` is 0) and leave it out of their means."""
 
     n: int
+    when: Condition | None = None
 
     def __str__(self) -> str:
-        return f"every {self.n} iteration{'s' if self.n != 1 else ''}"
+        times = f"every {self.n} iteration{'s' if self.n != 1 else ''}"
+        return times if self.when is None else f"{times}, when {self.when}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,18 +101,28 @@ STEP = Step()
 ITERATION = Iteration()
 
 
-def every(n: int) -> Every:
-    """Once every ``n`` iterations (``n`` a positive integer)."""
+def every(n: int, when: Condition | None = None) -> Every:
+    """Once every ``n`` iterations (``n`` a positive integer), where ``when`` holds."""
     _positive("every", n)
-    return Every(n)
+    _condition("every", when)
+    return Every(n, when)
 
 
 def rounds(count: int, when: Condition | None = None) -> Rounds:
     """``count`` rounds per iteration while ``when`` holds."""
     _positive("rounds", count)
-    if when is not None and not isinstance(when, Condition):
-        raise ConfigError(f"rounds(when=...) takes a Condition (see condition()), got {when!r}")
+    _condition("rounds", when)
     return Rounds(count, when)
+
+
+def gate(cadence: Cadence) -> Condition | None:
+    """The condition a cadence's node runs under, if it has one."""
+    return cadence.when if isinstance(cadence, Every | Rounds) else None
+
+
+def _condition(name: str, when: Any) -> None:
+    if when is not None and not isinstance(when, Condition):
+        raise ConfigError(f"{name}(when=...) takes a Condition (see condition()), got {when!r}")
 
 
 def condition(
@@ -134,5 +150,6 @@ __all__ = [
     "Step",
     "condition",
     "every",
+    "gate",
     "rounds",
 ]

@@ -13,22 +13,30 @@ Keys: see :mod:`jaxrl_fdg.core.loop`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 
 from jaxrl_fdg import rng
 from jaxrl_fdg.core.cadence import Every, Iteration, Rounds
-from jaxrl_fdg.core.fragment import call
-from jaxrl_fdg.core.graph import METRICS, Call, Node
+from jaxrl_fdg.core.fragment import Fragment, call
+from jaxrl_fdg.core.graph import METRICS, Call, Graph, Node
 from jaxrl_fdg.core.types import Metrics
 from jaxrl_fdg.errors import GraphError
 
-if TYPE_CHECKING:
-    from jaxrl_fdg.core.loop import Loop
-
 RUNS = "runs"  # metric ``<fragment>/runs`` of a periodic node: 1 where it ran, else 0
+
+
+class Graphed(Protocol):
+    """What the learn body reads of the loop it runs in."""
+
+    graph: Graph
+
+    @property
+    def learner(self) -> Fragment: ...
+    def fragment(self, name: str) -> Fragment: ...
+    def published_by(self, name: str, states: dict) -> dict[str, Any]: ...
 
 
 class Learn:
@@ -38,7 +46,7 @@ class Learn:
     every-iteration node wrote, for the nodes after it), from the loop's edges, and from the
     current state of the fragment that publishes it."""
 
-    def __init__(self, loop: Loop, states: dict, loop_edges: dict):
+    def __init__(self, loop: Graphed, states: dict, loop_edges: dict):
         self.loop, self.states, self.loop_edges = loop, dict(states), loop_edges
         self.carried: dict[str, Any] = {}  # outputs of the every-iteration node
 
@@ -125,16 +133,19 @@ class Learn:
             round_states, means = jax.lax.cond(ready, run, skip, round_states)
         self.states = {**outer, **round_states}
         metrics = {k: means[i] for i, k in enumerate(names)}
-        primary = self.loop.learner.name in members
-        count = "updates" if primary else f"{node.fragments[0]}/updates"
+        # The primary learner's rounds are "updates"; others' are named after the call whose
+        # cadence they are (a method of the learner's included).
+        primary = any(c.label == self.loop.learner.name for c in node.calls)
+        owner = node.owner or node.calls[0].label
+        count = "updates" if primary else f"{owner}/updates"
         metrics[count] = jnp.where(ready, cadence.count, 0).astype(jnp.float32)
         return metrics
 
     def every(self, node: Node, key: jax.Array, iteration: jax.Array) -> Metrics:
-        """The node's calls at the end of every ``n``-th iteration, skipped (a ``lax.cond``)
-        otherwise. Its fragments' metrics are ``<fragment>/<metric>`` (zeros where it did not
-        run) with ``<fragment>/runs``, 1 where it ran: metric rows average over the iterations
-        that ran (``jaxrl_fdg.run.metrics``)."""
+        """The node's calls at the end of every ``n``-th iteration where its condition holds,
+        skipped (a ``lax.cond``) otherwise. Its fragments' metrics are ``<fragment>/<metric>``
+        (zeros where it did not run) with ``<fragment>/runs``, 1 where it ran: metric rows
+        average over the iterations that ran (``jaxrl_fdg.run.metrics``)."""
         members = sorted(node.fragments)
         outer = self.states
 
@@ -149,6 +160,9 @@ class Learn:
             return sub, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
         ran = (iteration + 1) % node.cadence.n == 0
+        when = node.cadence.when
+        if when is not None:
+            ran = ran & when.fn(self.edges(when.reads, outer, self.carried))
         sub, metrics = jax.lax.cond(ran, run, skip, sub)
         self.states = {**outer, **sub}
         for name in members:

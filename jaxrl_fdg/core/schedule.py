@@ -32,10 +32,12 @@ class Rollout(NamedTuple):
 
 
 class Node(NamedTuple):
-    """A node after the rollout: ``calls`` in order, as often as ``cadence`` says."""
+    """A node after the rollout: ``calls`` in order, as often as ``cadence`` says; ``owner`` is
+    the label of the call that declared the cadence (the first call's where none did)."""
 
     cadence: Cadence
     calls: tuple[Call, ...]
+    owner: str = ""
 
     @property
     def fragments(self) -> tuple[str, ...]:

@@ -126,6 +126,28 @@ def test_periodic_and_round_nodes_after_the_rollout(ppo):
     assert float(metrics["twice/updates"]) == 2.0
 
 
+def test_a_periodic_node_with_a_condition_runs_only_where_it_holds(ppo):
+    # Due at the end of iterations 2, 4 and 6; the condition holds from the 4th iteration on
+    # (env_steps counts this rollout's: 8 env steps an iteration): it runs at 4 and 6 only,
+    # and iteration 2, where it was due but did not run, counts no run and logs no call.
+    late = rl.condition(lambda edges: edges["env_steps"] >= 4 * 8, ("env_steps",), "late")
+    gated = _counter("gated", cadence=rl.every(2, when=late), inputs=("trajectory",))
+    loop = _loop(ppo, gated)
+    assert ("every 2 iterations, when late", ("gated",)) in _nodes(loop)
+    state = jax.jit(loop.init)(jax.random.key(0))
+    runs, calls = [], []
+    iteration = jax.jit(loop.iteration)
+    for _ in range(6):
+        state, metrics = iteration(state)
+        runs.append(float(metrics["gated/runs"]))
+        calls.append(float(metrics["gated/calls"]))
+    assert runs == [0, 0, 0, 1, 0, 1]
+    assert calls == [0, 0, 0, 1, 0, 2]
+    assert float(state.fragments["gated"]) == 2.0
+    edges = {(e.source, e.target) for e in loop.graph.edges}
+    assert ("loop.env_steps", "gated.when:env_steps") in edges
+
+
 def test_periodic_metrics_are_averaged_over_the_iterations_that_ran(tmp_path):
     from jaxrl_fdg.run import metrics as rows
 
@@ -166,6 +188,8 @@ def test_bad_cadences_are_refused():
         rl.fragment("f", "learner", lambda s, i, k: (s, {}), cadence="sometimes")
     with pytest.raises(rl.ConfigError, match="a condition reads at least one named edge"):
         rl.condition(lambda edges: True, ())
+    with pytest.raises(rl.ConfigError, match="every\\(when=...\\) takes a Condition"):
+        rl.every(2, when=lambda edges: True)
 
 
 def test_the_schedule_tree_is_printed(ppo):
