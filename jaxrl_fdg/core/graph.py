@@ -50,7 +50,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from jaxrl_fdg.core.cadence import ITERATION, STEP, Cadence, Every, Iteration, Rounds
+from jaxrl_fdg.core.cadence import ITERATION, STEP, Cadence, Every, Iteration, Rounds, gate
 from jaxrl_fdg.core.fragment import Fragment, Role, Site
 from jaxrl_fdg.core.schedule import Call, Node, Rollout, Schedule
 from jaxrl_fdg.errors import GraphError
@@ -114,6 +114,8 @@ class Graph(NamedTuple):
     edges: tuple[Edge, ...]
     rollout_len: int
     schedule: Schedule
+    # Declarations that build but are likely mistakes, one sentence each (see _Builder.hazards).
+    hazards: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, name: str, fragments: Iterable[Fragment], rollout_len: int) -> Graph:
@@ -127,7 +129,7 @@ class Graph(NamedTuple):
         builder = _Builder(fragments)
         schedule = builder.schedule(rollout_len)
         edges = tuple(builder.edges(schedule))
-        return cls(name, fragments, edges, rollout_len, schedule)
+        return cls(name, fragments, edges, rollout_len, schedule, builder.hazards(schedule))
 
     def fragment(self, name: str) -> Fragment:
         for frag in self.fragments:
@@ -275,8 +277,17 @@ class _Builder:
             nodes.setdefault(cadences[c], []).append(c)
         step = nodes.pop(STEP, [])
         rollout = Rollout(rollout_len, self._order(step, published_orders=False))
-        after = [Node(cadence, self._order(calls, True)) for cadence, calls in nodes.items()]
+        after = [
+            Node(cadence, self._order(calls, True), self._owner(cadence, calls))
+            for cadence, calls in nodes.items()
+        ]
         return Schedule(rollout, self._order_nodes(after))
+
+    def _owner(self, cadence: Cadence, calls: list[Call]) -> str:
+        """The label of the call that declared ``cadence`` (by role, the ``apply``'s)."""
+        declared = [c for c in calls if self.declared[c] == cadence]
+        applies = [c for c in calls if c.method == "apply"]
+        return (declared or applies or calls)[0].label
 
     # -- ordering -----------------------------------------------------------------------------
 
@@ -337,7 +348,7 @@ class _Builder:
                         after[n][home[publisher]] = f"{edge!r} (published by {publisher!r})"
                 if c.method != "apply" and c.fragment in home and home[c.fragment] is not n:
                     after[n][home[c.fragment]] = f"{c.fragment!r}'s state"
-            condition = n.cadence.when if isinstance(n.cadence, Rounds) else None
+            condition = gate(n.cadence)
             for edge in condition.reads if condition else ():
                 publisher = self.publisher.get(edge)
                 if publisher in home and home[publisher] is not n:
@@ -349,6 +360,45 @@ class _Builder:
         return _topological(
             nodes, after, rank, lambda n: f"'{n.cadence}' ({', '.join(n.fragments)})"
         )
+
+    # -- hazards ------------------------------------------------------------------------------
+
+    def hazards(self, schedule: Schedule) -> tuple[str, ...]:
+        """What builds but is likely a mistake: an output that shadows an edge the loop makes
+        or a fragment publishes (its readers would see one or the other depending on where
+        they run), and an edge written in two nodes (the readers of one never see the other's
+        value). A call that also reads the edge rewrites it in place, which is no hazard."""
+        found, writers = [], {}
+        nodes = [("the rollout", schedule.rollout.calls)]
+        nodes += [(f"'{n.cadence}'", n.calls) for n in schedule.after]
+        for where, calls in nodes:
+            for c in calls:
+                for edge in c.outputs:
+                    if edge == METRICS or edge in c.inputs:
+                        continue
+                    writers.setdefault(edge, {}).setdefault(where, c.label)
+                    shadowed = self._shadowed(edge, c.fragment)
+                    if shadowed:
+                        found.append(
+                            f"{c.label!r} writes {edge!r}, which {shadowed}: readers after it "
+                            "in its node see its value, all others the other one (rename it)"
+                        )
+        for edge, where in writers.items():
+            if len(where) > 1:
+                by = " and ".join(f"{label!r} in {node}" for node, label in where.items())
+                found.append(
+                    f"edge {edge!r} is written by {by}: each node's readers see only their own "
+                    "node's value (rename one of them)"
+                )
+        return tuple(found)
+
+    def _shadowed(self, edge: str, writer: str) -> str | None:
+        if edge in LOOP_EDGES:
+            return "the loop makes after the rollout"
+        publisher = self.publisher.get(edge)
+        if publisher is not None and publisher != writer:
+            return f"{publisher!r} publishes"
+        return None
 
     # -- edges --------------------------------------------------------------------------------
 
@@ -364,8 +414,8 @@ class _Builder:
         for node in schedule.after:
             kind = _KINDS[type(node.cadence)]
             written = dict(carried)
-            condition = node.cadence.when if isinstance(node.cadence, Rounds) else None
-            owner = next((c.fragment for c in node.calls if c.method == "apply"), node.calls[0])
+            condition = gate(node.cadence)
+            owner = node.owner  # the condition is the cadence of the call that declared it
             for edge in condition.reads if condition else ():
                 source = self._edge(None, edge, carried, LOOP_EDGES, kind)
                 yield source._replace(target=f"{owner}.when:{edge}")

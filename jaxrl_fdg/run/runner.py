@@ -36,7 +36,7 @@ from jaxrl_fdg.profiling import Timings, summarize
 from jaxrl_fdg.profiling.timers import block_until_ready
 from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, versions
 from jaxrl_fdg.run import metrics as metric_rows
-from jaxrl_fdg.run.build import build_loop
+from jaxrl_fdg.run.build import build_loop, hazards
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
 from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_function
@@ -181,6 +181,9 @@ def _train(
         resolved = resolved._replace(config=config)
     loop = build_loop(resolved)
     _check_run(resolved, loop, resume)
+    if distributed.is_primary():
+        for hazard in hazards(loop, config.num_iterations):
+            warn(hazard)
     plan = resolved.placement.plan(
         config.fusion, loop, Timings(config.profile), config.boundary_every
     )

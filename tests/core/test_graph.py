@@ -185,3 +185,39 @@ def test_cycles_and_unfed_batches_are_refused():
     hungry = loop.info.learner._replace(inputs=("batch",))
     with pytest.raises(ValueError, match="input edge 'batch' of fragment 'learner'"):
         rl.make_loop(loop.info.env, rl.Algorithm("x", loop.info.actor, hungry), 4)
+
+
+def test_likely_mistakes_are_named_as_hazards():
+    loop = _ppo_loop(num_envs=2, rollout_len=4)
+    assert loop.graph.hazards == ()
+    # An output named like what the learner publishes, written without being read: the actor
+    # reads the learner's params, others this one's.
+    shadow = rl.fragment(
+        "shadow",
+        "transform",
+        lambda s, i, k: (s, {"params": 0}),
+        inputs=("trajectory",),
+        outputs=("params",),
+    )  # noqa: E501
+    looped = rl.make_loop(loop.info.env, loop_algorithm(loop).with_fragments(shadow), 4)
+    (hazard,) = looped.graph.hazards
+    assert hazard.startswith("'shadow' writes 'params', which 'learner' publishes")
+    # The same edge written after the rollout and every 2 iterations: each node's readers see
+    # only their own node's value.
+    one = rl.fragment(
+        "one",
+        "transform",
+        lambda s, i, k: (s, {"note": 1}),
+        inputs=("trajectory",),
+        outputs=("note",),
+    )  # noqa: E501
+    two = one._replace(name="two", cadence=rl.every(2))
+    looped = rl.make_loop(loop.info.env, loop_algorithm(loop).with_fragments(one, two), 4)
+    assert looped.graph.hazards == (
+        "edge 'note' is written by 'one' in 'every iteration' and 'two' in 'every 2 iterations':"
+        " each node's readers see only their own node's value (rename one of them)",
+    )
+
+
+def loop_algorithm(loop):
+    return rl.Algorithm("x", loop.info.actor, loop.info.learner)
