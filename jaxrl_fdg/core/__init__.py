@@ -22,6 +22,7 @@ from jaxrl_fdg.core.cadence import (
     rounds,
 )
 from jaxrl_fdg.core.evaluation import in_graph_evaluator
+from jaxrl_fdg.core.extend import Extended, extend
 from jaxrl_fdg.core.fragment import (
     EmptyState,
     Fragment,
@@ -53,6 +54,7 @@ __all__ = [
     "EdgeKind",
     "Every",
     "EmptyState",
+    "Extended",
     "Fragment",
     "Graph",
     "Iteration",
@@ -76,6 +78,7 @@ __all__ = [
     "condition",
     "episode_metrics",
     "every",
+    "extend",
     "fragment",
     "hparam",
     "in_graph_evaluator",

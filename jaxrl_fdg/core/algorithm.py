@@ -114,6 +114,12 @@ class Algorithm(NamedTuple):
     environments at the start of an episode; its ``policy`` is then ``(params, observations,
     memory) -> (actions, memory)``, and the caller carries the memory from step to step and
     puts ``policy_memory``'s back wherever an episode starts.
+
+    ``parts`` names what the algorithm is made of beyond its fragments, for extensions that
+    reuse them instead of copying: its networks, their feature function, its optimizer, its
+    learner's update (each built-in's module says which it names). Reach a fragment by name
+    with :meth:`fragment`, a part with :meth:`part`; put an extended fragment back with
+    :meth:`replace_fragment`.
     """
 
     name: str
@@ -122,6 +128,7 @@ class Algorithm(NamedTuple):
     policy: Callable[..., Any] | None = None
     extra: tuple[Fragment, ...] = ()
     policy_memory: Callable[[int], Any] | None = None
+    parts: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def fragments(self) -> tuple[Fragment, ...]:
@@ -131,6 +138,31 @@ class Algorithm(NamedTuple):
     def with_fragments(self, *fragments: Fragment) -> Algorithm:
         """This algorithm with ``fragments`` added to its graph."""
         return self._replace(extra=(*self.extra, *fragments))
+
+    def fragment(self, name: str) -> Fragment:
+        """The fragment named ``name``."""
+        for frag in self.fragments:
+            if frag.name == name:
+                return frag
+        valid = ", ".join(f.name for f in self.fragments)
+        raise GraphError(f"algorithm {self.name!r} has no fragment {name!r} (valid: {valid})")
+
+    def part(self, name: str) -> Any:
+        """The part named ``name`` (see the class docstring)."""
+        if name not in self.parts:
+            valid = ", ".join(self.parts) or "none"
+            raise GraphError(f"algorithm {self.name!r} names no part {name!r} (valid: {valid})")
+        return self.parts[name]
+
+    def replace_fragment(self, new: Fragment) -> Algorithm:
+        """This algorithm with its fragment of ``new``'s name replaced by ``new`` (an extended
+        learner, say)."""
+        self.fragment(new.name)  # one of them, or a GraphError
+        if self.actor.name == new.name:
+            return self._replace(actor=new)
+        if self.learner.name == new.name:
+            return self._replace(learner=new)
+        return self._replace(extra=tuple(new if f.name == new.name else f for f in self.extra))
 
     def check(self) -> None:
         for frag, role in ((self.actor, Role.ACTOR), (self.learner, Role.LEARNER)):

@@ -147,6 +147,24 @@ class Fragment(NamedTuple):
         valid = ", ".join(["apply", *(m.name for m in self.methods)])
         raise GraphError(f"fragment {self.name!r} has no method {name!r} (valid: {valid})")
 
+    def with_methods(self, *methods: Method) -> Fragment:
+        """This fragment with ``methods`` added to its entry points, over the same state (a
+        replay's second sampler, say); checked as :func:`fragment` checks a declaration."""
+        return fragment(
+            self.name,
+            self.role,
+            self.apply,
+            init=self.init,
+            inputs=self.inputs,
+            outputs=self.outputs,
+            publish=self.publish,
+            published=self.published,
+            site=self.site,
+            methods=(*self.methods, *methods),
+            cadence=self.cadence,
+            host_apply=self.host_apply,
+        )
+
     @property
     def entry_points(self) -> tuple[Method, ...]:
         """``apply`` (as a :class:`Method` named ``"apply"``), then the other methods."""
