@@ -18,6 +18,7 @@ step, target network, replay) is :func:`build_q_learning`, which C51 (:mod:`.c51
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -38,6 +39,7 @@ from jaxrl_fdg.fragments.networks import (
     TORSOS,
     QNetwork,
     check_torso,
+    hidden_features,
 )
 
 TD_LOSSES = ("huber", "mse")
@@ -178,7 +180,16 @@ def scalar_head(net: QNetwork, hp: DQNConfig) -> QHead:
 def build_q_learning(ctx: AlgorithmContext[DQNConfig], name: str, head: QHead) -> Algorithm:
     """The algorithm ``name``: a Q-learning ``head`` on the shared DQN actor, learner and replay.
 
-    ``ctx.hparams`` is a :class:`DQNConfig` (or a subclass of it).
+    ``ctx.hparams`` is a :class:`DQNConfig` (or a subclass of it). Its named parts
+    (``Algorithm.part``), for extensions that reuse them:
+
+    * ``network``: the flax module; ``q_values(params, observation)`` its action values;
+    * ``features(params, observation)``: the network's last hidden layer, ``[..., F]``;
+    * ``optimizer``: the learner's optax transformation;
+    * ``update``: the learner's ``apply``, ``(DQNState, {"batch": Batch}, key) -> (DQNState,
+      {"metrics", "td_error"})``: one gradient step and the target update, on any batch;
+    * ``sampler(name, output, batch_size=None, ...)``: a method for the replay fragment that
+      samples batches of its own into edge ``output`` (``offpolicy.sampler``).
     """
     hp = ctx.hparams
     tx = ctx.optimizer(optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(hp.lr)))
@@ -203,7 +214,16 @@ def build_q_learning(ctx: AlgorithmContext[DQNConfig], name: str, head: QHead) -
     learn = _learner(head, tx, hp)
     actor, learner = offpolicy.actor_and_learner(ctx, act, init, learn, lambda state: state.params)
     greedy = exploration.greedy_policy(head.q_values)
-    return Algorithm(name, actor, learner, greedy, extra=(offpolicy.replay(ctx, hp.gamma),))
+    parts = {
+        "network": head.network,
+        "q_values": head.q_values,
+        "features": functools.partial(hidden_features, head.network),
+        "optimizer": tx,
+        "update": learn,
+        "sampler": functools.partial(offpolicy.sampler, ctx, hp.gamma),
+    }
+    replay = offpolicy.replay(ctx, hp.gamma)
+    return Algorithm(name, actor, learner, greedy, extra=(replay,), parts=parts)
 
 
 def _learner(head: QHead, tx: optax.GradientTransformation, hp: DQNConfig):

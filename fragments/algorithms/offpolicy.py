@@ -2,11 +2,16 @@
 turns rollouts into n-step experience, and the update-to-data schedule.
 
 An off-policy algorithm (DQN, SAC, TD3, DDPG) supplies an actor and a learner whose ``apply``
-reads the edge ``batch`` (a :class:`~jaxrl_fdg.fragments.replay.Sample` of :class:`Experience`)
-and outputs ``metrics`` and ``td_error``. :func:`replay` builds the replay fragment and
+reads the edge ``batch`` (a :class:`Batch` of :class:`Experience` and importance weights) and
+outputs ``metrics`` and ``td_error``. :func:`replay` builds the replay fragment and
 :func:`update_rounds` the learner's cadence: ``utd_ratio × B × T`` rounds per iteration once the
 warm-up is over, each one the replay's ``sample`` → the learner → the replay's ``update`` (new
-priorities from the ``td_error``), an order the graph derives from those edges.
+priorities from the ``td_error`` for the :class:`Slots` the batch came from, which travel apart
+from it, on ``batch_slots``), an order the graph derives from those edges.
+
+Any other fragment can draw batches of its own from the same replay: :func:`sampler` makes a
+method for the replay fragment that writes them to an edge the fragment reads (add it with
+``Fragment.with_methods``; the graph runs it in the node of its reader).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from jaxrl_fdg.core.cadence import Condition, Rounds, condition, rounds
 from jaxrl_fdg.core.fragment import Fragment, Method, Role, fragment
 from jaxrl_fdg.core.names import (
     BATCH,
+    BATCH_SLOTS,
     ENV_STEPS,
     METRICS,
     OBSERVATION_MOMENTS,
@@ -121,6 +127,25 @@ class Experience(NamedTuple):
     next_observation: jax.Array
 
 
+class Batch(NamedTuple):
+    """What a learner reads of a sampled batch: the transitions (:class:`Experience` ``[N]``)
+    and their importance weights ``[N]`` (ones for uniform replay; 0 for a transition that could
+    not be rebuilt)."""
+
+    transitions: Any
+    weights: jax.Array
+
+
+class Slots(NamedTuple):
+    """Where a batch came from, for the replay's own bookkeeping: the slots ``[N]``, their write
+    counts when sampled (a priority update skips a slot overwritten since) and the sampling
+    probabilities."""
+
+    indices: jax.Array
+    writes: jax.Array
+    probabilities: jax.Array
+
+
 def updates_per_iteration(ctx: AlgorithmContext[OffPolicyConfig]) -> int:
     """``utd_ratio × num_envs × rollout_len``, which must be a whole number ≥ 1."""
     hp = ctx.hparams
@@ -213,19 +238,24 @@ def storage(ctx: AlgorithmContext[OffPolicyConfig]) -> tuple[str, int]:
     return kind, stack
 
 
-def replay_buffer(ctx: AlgorithmContext[OffPolicyConfig], gamma: float) -> FrameReplay:
+def replay_buffer(
+    ctx: AlgorithmContext[OffPolicyConfig], gamma: float, batch_size: int | None = None
+) -> FrameReplay:
     """The replay's pure functions from :class:`OffPolicyConfig` fields of ``ctx.hparams``,
     storing observations as :func:`storage` says: whole n-step transitions (``gamma`` discounts
     their returns), or each frame once (:mod:`~jaxrl_fdg.fragments.replay.frames`). Either way
     ``init(example_observation, example_action)`` makes the state, ``store`` takes a rollout,
-    and the sampled batches are the same."""
+    and the sampled batches are the same. ``sample`` draws ``batch_size`` transitions (default
+    ``hparams.batch_size``); the state does not depend on it, so replays built with other batch
+    sizes sample the same state."""
     hp = ctx.hparams
+    size = hp.batch_size if batch_size is None else batch_size
     if hp.replay == "prioritized":
         buffer = make_prioritized(
-            hp.buffer_size, hp.batch_size, alpha=hp.priority_alpha, arity=hp.tree_arity
+            hp.buffer_size, size, alpha=hp.priority_alpha, arity=hp.tree_arity
         )
     else:
-        buffer = make_uniform(hp.buffer_size, hp.batch_size)
+        buffer = make_uniform(hp.buffer_size, size)
     kind, stack = storage(ctx)
     if kind == "frames":
         return make_frame_replay(
@@ -255,26 +285,52 @@ def replay_buffer(ctx: AlgorithmContext[OffPolicyConfig], gamma: float) -> Frame
     )
 
 
+def sampler(
+    ctx: AlgorithmContext[OffPolicyConfig],
+    gamma: float,
+    name: str,
+    output: str,
+    *,
+    batch_size: int | None = None,
+    slots: str | None = None,
+    cadence: Any = None,
+) -> Method:
+    """A method for the replay fragment that samples ``batch_size`` transitions (default: the
+    learner's) into edge ``output`` (a :class:`Batch`) and, with ``slots``, where they came from
+    into that edge (:class:`Slots`). Prioritized replay draws by priority with the learner's
+    importance-sampling exponent. Whoever reads ``output`` declares it: the graph runs the
+    method in that reader's node (or as ``cadence`` says)."""
+    buffer = replay_buffer(ctx, gamma, batch_size)
+    beta = linear_beta(ctx.hparams.priority_beta, ctx.num_iterations * ctx.batch_size)
+
+    def sample(state, inputs, key):
+        drawn = buffer.sample(state, key, beta(inputs[ENV_STEPS]))
+        out = {output: Batch(drawn.transitions, drawn.weights)}
+        if slots is not None:
+            out[slots] = Slots(drawn.indices, drawn.writes, drawn.probabilities)
+        return state, out
+
+    outputs = (output,) if slots is None else (output, slots)
+    return Method(name, sample, inputs=(ENV_STEPS,), outputs=outputs, cadence=cadence)
+
+
 def replay(ctx: AlgorithmContext[OffPolicyConfig], gamma: float) -> Fragment:
     """The replay fragment over :func:`replay_buffer`: its ``apply`` stores each rollout as
     n-step experience (``gamma`` discounts the returns), its ``sample`` method writes the
-    ``batch`` of a round, its ``update`` method takes the ``td_error`` as new priorities. It
-    publishes ``replay_size`` and ``replay_ready`` (enough stored to sample a batch)."""
+    ``batch`` of a round and its :class:`Slots` (:func:`sampler`), its ``update`` method takes
+    the ``td_error`` as new priorities of those slots. It publishes ``replay_size`` and
+    ``replay_ready`` (enough stored to sample a batch)."""
     buffer = replay_buffer(ctx, gamma)
-    beta = linear_beta(ctx.hparams.priority_beta, ctx.num_iterations * ctx.batch_size)
     example = example_experience(ctx)
 
     def store(state, inputs, key):
         del key
         return buffer.store(state, inputs[TRAJECTORY]), {}
 
-    def sample(state, inputs, key):
-        return state, {BATCH: buffer.sample(state, key, beta(inputs[ENV_STEPS]))}
-
     def update(state, inputs, key):
         del key  # deterministic: new priorities for the sampled slots
-        batch = inputs[BATCH]
-        return buffer.update_priorities(state, batch.indices, batch.writes, inputs[TD_ERROR]), {}
+        drawn = inputs[BATCH_SLOTS]
+        return buffer.update_priorities(state, drawn.indices, drawn.writes, inputs[TD_ERROR]), {}
 
     return fragment(
         "replay",
@@ -285,8 +341,8 @@ def replay(ctx: AlgorithmContext[OffPolicyConfig], gamma: float) -> Fragment:
         publish=lambda state: {REPLAY_SIZE: state.size, READY: buffer.can_sample(state)},
         published=(REPLAY_SIZE, READY),
         methods=(
-            Method("sample", sample, inputs=(ENV_STEPS,), outputs=(BATCH,)),
-            Method("update", update, inputs=(BATCH, TD_ERROR)),
+            sampler(ctx, gamma, "sample", BATCH, slots=BATCH_SLOTS),
+            Method("update", update, inputs=(BATCH_SLOTS, TD_ERROR)),
         ),
     )
 

@@ -39,7 +39,8 @@ EPISODE_START = "episode_start"  # where the recurrent actor reset its memory, b
 # Learner and replay edges.
 
 PARAMS = "params"  # published by a learner: the parameters its actor and evaluation play, pytree
-BATCH = "batch"  # a replay's Sample: N Experience records [N, ...], their weights [N]
+BATCH = "batch"  # a replay's Batch: N Experience records [N, ...] and their weights [N]
+BATCH_SLOTS = "batch_slots"  # where the batch came from: slots, write counts, probabilities [N]
 TD_ERROR = "td_error"  # an off-policy learner's TD errors of the batch (new priorities), [N]
 REPLAY_SIZE = "replay_size"  # published by a replay: transitions it holds, int32 []
 REPLAY_READY = "replay_ready"  # published by a replay: it holds enough to sample a batch, bool []
@@ -69,6 +70,7 @@ EVAL_LENGTH = "eval_length"  # mean length of those episodes, float32 []
 __all__ = [
     "ACTION",
     "BATCH",
+    "BATCH_SLOTS",
     "ENV_STEPS",
     "EPISODES",
     "EPISODE_LENGTH",

@@ -283,3 +283,32 @@ def test_frame_storage_resumes_bit_for_bit(stacked_cartpole, tmp_path):
         jax.tree.leaves(full.state.fragments), jax.tree.leaves(resumed.state.fragments), strict=True
     ):
         np.testing.assert_array_equal(a, b)
+
+
+def test_named_parts_reach_the_network_its_features_and_the_replay():
+    resolved = resolve(TINY)
+    algorithm = resolved.spec.build(resolved.context)
+    params = jax.jit(algorithm.learner.init)(jax.random.key(0)).params
+    obs = jnp.ones((3, 4))
+    features = algorithm.part("features")(params, obs)
+    assert features.shape == (3, 84)  # the last hidden layer of the default (120, 84)
+    dense = params["params"][f"Dense_{len(params['params']) - 1}"]  # the output layer
+    np.testing.assert_allclose(
+        features @ dense["kernel"] + dense["bias"],
+        algorithm.part("q_values")(params, obs),
+        rtol=1e-6,
+    )
+    sample = algorithm.part("sampler")("sample_more", "more", batch_size=5, slots="more_slots")
+    assert (sample.name, sample.inputs, sample.outputs) == (
+        "sample_more",
+        ("env_steps",),
+        ("more", "more_slots"),
+    )
+    replay = algorithm.fragment("replay").with_methods(sample)
+    state = replay.init(jax.random.key(0))
+    loop = rl.build_loop(resolved)
+    rollout = jax.jit(loop.rollout)(jax.jit(loop.init)(jax.random.key(0)))[1]
+    state, _ = replay.apply(state, {"trajectory": rollout}, jax.random.key(1))
+    _, out = sample.apply(state, {"env_steps": jnp.int32(16)}, jax.random.key(2))
+    assert out["more"].transitions.observation.shape == (5, 4)
+    assert out["more"].weights.shape == out["more_slots"].indices.shape == (5,)
