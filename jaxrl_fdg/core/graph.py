@@ -52,13 +52,11 @@ from typing import Any, NamedTuple
 
 from jaxrl_fdg.core.cadence import ITERATION, STEP, Cadence, Every, Iteration, Rounds, gate
 from jaxrl_fdg.core.fragment import Fragment, Role, Site
+from jaxrl_fdg.core.names import ENV_STEPS, METRICS, TRAJECTORY
+from jaxrl_fdg.core.names import ITERATION as ITERATION_EDGE
 from jaxrl_fdg.core.schedule import Call, Node, Rollout, Schedule
 from jaxrl_fdg.errors import GraphError
 
-TRAJECTORY = "trajectory"
-ENV_STEPS = "env_steps"
-ITERATION_EDGE = "iteration"
-METRICS = "metrics"
 # Made by the loop for the calls after the rollout: the rollout's steps stacked ``[T, B, ...]``,
 # the env steps taken (this rollout's included) and the iteration being run, from 1 (int32).
 LOOP_EDGES = (TRAJECTORY, ENV_STEPS, ITERATION_EDGE)

@@ -22,10 +22,9 @@ from jaxrl_fdg import rng
 from jaxrl_fdg.core.cadence import Every, Iteration, Rounds
 from jaxrl_fdg.core.fragment import Fragment, call
 from jaxrl_fdg.core.graph import METRICS, Call, Graph, Node
+from jaxrl_fdg.core.names import RUNS, UPDATES  # <fragment>/runs: 1 where a periodic node ran
 from jaxrl_fdg.core.types import Metrics
 from jaxrl_fdg.errors import GraphError
-
-RUNS = "runs"  # metric ``<fragment>/runs`` of a periodic node: 1 where it ran, else 0
 
 
 class Graphed(Protocol):
@@ -137,7 +136,7 @@ class Learn:
         # cadence they are (a method of the learner's included).
         primary = any(c.label == self.loop.learner.name for c in node.calls)
         owner = node.owner or node.calls[0].label
-        count = "updates" if primary else f"{owner}/updates"
+        count = UPDATES if primary else f"{owner}/{UPDATES}"
         metrics[count] = jnp.where(ready, cadence.count, 0).astype(jnp.float32)
         return metrics
 

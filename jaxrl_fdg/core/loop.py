@@ -42,6 +42,13 @@ from jaxrl_fdg.core.algorithm import Algorithm
 from jaxrl_fdg.core.fragment import Fragment, Role, call, published
 from jaxrl_fdg.core.graph import ENV_STEPS, ITERATION_EDGE, TRAJECTORY, Graph
 from jaxrl_fdg.core.learn import RUNS, Learn
+from jaxrl_fdg.core.names import (
+    EPISODE_LENGTH,
+    EPISODE_LENGTH_SUM,
+    EPISODE_RETURN,
+    EPISODE_RETURN_SUM,
+    EPISODES,
+)
 from jaxrl_fdg.core.record import Loop, LoopInfo
 from jaxrl_fdg.core.step import Driver, RolloutCarry, join_halves
 from jaxrl_fdg.core.types import LoopState, Metrics, Transition
@@ -263,11 +270,11 @@ def episode_metrics(trajectory: Transition) -> Metrics:
     """Sums over the episodes that ended inside the trajectory (their count may be zero)."""
     done = jnp.logical_or(trajectory.terminated, trajectory.truncated)
     info = trajectory.info
-    metrics = {"episodes": done.sum().astype(jnp.float32)}
-    if "episode_return" in info:
-        metrics["episode_return_sum"] = jnp.where(done, info["episode_return"], 0.0).sum()
-        metrics["episode_length_sum"] = (
-            jnp.where(done, info["episode_length"], 0).sum().astype(jnp.float32)
+    metrics = {EPISODES: done.sum().astype(jnp.float32)}
+    if EPISODE_RETURN in info:
+        metrics[EPISODE_RETURN_SUM] = jnp.where(done, info[EPISODE_RETURN], 0.0).sum()
+        metrics[EPISODE_LENGTH_SUM] = (
+            jnp.where(done, info[EPISODE_LENGTH], 0).sum().astype(jnp.float32)
         )
     return metrics
 

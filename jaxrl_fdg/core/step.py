@@ -29,11 +29,19 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_fdg.core.fragment import published
+from jaxrl_fdg.core.names import (
+    ACTION,
+    NEXT_OBSERVATION,
+    OBSERVATION,
+    REWARD,
+    TERMINATED,
+    TRUNCATED,
+)
 from jaxrl_fdg.core.record import LoopInfo
 from jaxrl_fdg.core.types import Transition
 
-_ENV_FIELDS = ("reward", "terminated", "truncated", "next_observation")
-_RECORDED = ("observation", "action", *_ENV_FIELDS)
+_ENV_FIELDS = (REWARD, TERMINATED, TRUNCATED, NEXT_OBSERVATION)
+_RECORDED = (OBSERVATION, ACTION, *_ENV_FIELDS)
 
 # How a driver carries out call ``index``: ``run(index, state, inputs, key, *args)``, returning
 # what ``Loop.calls[index]`` returns.
@@ -137,7 +145,7 @@ def step_body(
 def transition(actor: str, edges: dict, outputs: dict[str, dict]) -> Transition:
     """A step's record: the edges the actor and env saw and made (after any rewrite); the
     actor's other outputs are ``extras``, every other call's ``info``."""
-    extras = {k: v for k, v in outputs[actor].items() if k != "action"}
+    extras = {k: v for k, v in outputs[actor].items() if k != ACTION}
     info = {
         k: v
         for label, out in outputs.items()
@@ -146,7 +154,7 @@ def transition(actor: str, edges: dict, outputs: dict[str, dict]) -> Transition:
         if k not in _RECORDED
     }
     fields = {k: edges[k] for k in _ENV_FIELDS}
-    return Transition(edges["observation"], edges["action"], extras=extras, info=info, **fields)
+    return Transition(edges[OBSERVATION], edges[ACTION], extras=extras, info=info, **fields)
 
 
 class _Parked(NamedTuple):

@@ -36,6 +36,7 @@ from jax.sharding import Mesh, PartitionSpec
 
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.fragment import Role
+from jaxrl_fdg.core.names import EPISODE_LENGTH_SUM, EPISODE_RETURN_SUM, EPISODES
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError
@@ -61,7 +62,7 @@ _REPLICATED = PartitionSpec()
 _STATE = LoopState(
     fragments=_SHARDED, key=_SHARDED, iteration=_REPLICATED, pending=_SHARDED, population=_SHARDED
 )
-_SUMMED = ("episodes", "episode_return_sum", "episode_length_sum")
+_SUMMED = (EPISODES, EPISODE_RETURN_SUM, EPISODE_LENGTH_SUM)
 
 
 def mean_over_shards(tree: Any) -> Any:

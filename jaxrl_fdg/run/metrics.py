@@ -7,10 +7,17 @@ from typing import Any
 import numpy as np
 
 from jaxrl_fdg.core.loop import RUNS
+from jaxrl_fdg.core.names import (
+    EPISODE_LENGTH,
+    EPISODE_LENGTH_SUM,
+    EPISODE_RETURN,
+    EPISODE_RETURN_SUM,
+    EPISODES,
+)
 from jaxrl_fdg.profiling import summary_table
 from jaxrl_fdg.tuning import LINEAGE_PREFIXES
 
-EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
+EPISODE_KEYS = (EPISODES, EPISODE_RETURN_SUM, EPISODE_LENGTH_SUM)
 
 
 def length(metrics: dict[str, np.ndarray]) -> int:
@@ -54,15 +61,15 @@ def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
 
 
 def _episode_stats(metrics: dict[str, np.ndarray]) -> dict[str, Any]:
-    episodes = float(np.sum(metrics.get("episodes", 0.0)))
+    episodes = float(np.sum(metrics.get(EPISODES, 0.0)))
     stats: dict[str, Any] = {
         "episodes": int(episodes),
         "episode_return": None,
         "episode_length": None,
     }
-    if episodes > 0 and "episode_return_sum" in metrics:
-        stats["episode_return"] = float(np.sum(metrics["episode_return_sum"]) / episodes)
-        stats["episode_length"] = float(np.sum(metrics["episode_length_sum"]) / episodes)
+    if episodes > 0 and EPISODE_RETURN_SUM in metrics:
+        stats[EPISODE_RETURN] = float(np.sum(metrics[EPISODE_RETURN_SUM]) / episodes)
+        stats[EPISODE_LENGTH] = float(np.sum(metrics[EPISODE_LENGTH_SUM]) / episodes)
     return stats
 
 

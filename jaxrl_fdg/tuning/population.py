@@ -45,11 +45,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg.core.names import EPISODE_RETURN, EPISODE_RETURN_SUM, EPISODES
 from jaxrl_fdg.core.types import LoopState, Metrics
 from jaxrl_fdg.errors import ConfigError
 
-# The metric ranked by default: completed episodes' mean return since the last step.
-EPISODE_RETURN = "episode_return"
+# The metric ranked by default (EPISODE_RETURN): completed episodes' mean return since the step.
 # The metric columns of a population's lineage (a row keeps their last value: run.metrics).
 LINEAGE_PREFIXES = ("pbt/", "halving/")
 _PBT_STREAM = 0x50B7  # folded into the run's seed: the population's draws are their own stream
@@ -102,9 +102,9 @@ class Ranked:
 
     def _observe(self, population: Any, metrics: Metrics) -> Any:
         """``population`` with an iteration's ``metrics`` (each ``[lanes]``) added to its sum."""
-        returns = "episode_return_sum" in metrics  # an environment that reports its episodes
+        returns = EPISODE_RETURN_SUM in metrics  # an environment that reports its episodes
         if self.metric == EPISODE_RETURN and returns:
-            total, count = metrics["episode_return_sum"], metrics["episodes"]
+            total, count = metrics[EPISODE_RETURN_SUM], metrics[EPISODES]
         elif self.metric in metrics and self.metric != EPISODE_RETURN:
             total, count = metrics[self.metric], jnp.ones_like(population.count)
         else:
