@@ -4,6 +4,7 @@ one iteration and where each fusion mode cuts it into programs (right).
     python docs/architecture.py
 """
 
+import ast
 from pathlib import Path
 
 import matplotlib
@@ -14,36 +15,62 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
 OUT = Path(__file__).with_name("architecture.png")
 
-# (name, what it holds, x, y) for the package panel; y grows upward.
+ROOT = Path(__file__).resolve().parents[1]
+# The layered packages, top (imports the others) to bottom, each with the folder it lives in.
+LAYERS = [
+    ("cli/", "jaxrl_fdg/cli"),
+    ("run/", "jaxrl_fdg/run"),
+    ("config/", "jaxrl_fdg/config"),
+    ("tuning/", "jaxrl_fdg/tuning"),
+    ("policies/", "jaxrl_fdg/policies"),
+    ("core/", "jaxrl_fdg/core"),
+]
+# Installed under jaxrl_fdg from the top of the repository.
+SIDE_FOLDERS = [("envs/", "envs"), ("fragments/", "fragments"), ("profiling/", "profiling")]
+
+
+def modules(folder: str) -> list[str]:
+    """The modules of a package folder, as the picture names them (``__init__`` left out)."""
+    names = sorted(p.stem for p in (ROOT / folder).glob("*.py") if p.stem != "__init__")
+    subpackages = sorted(p.parent.name + "/" for p in (ROOT / folder).glob("*/__init__.py"))
+    return names + subpackages
+
+
+def wrapped(names: list[str], width: int = 70) -> str:
+    """``names`` joined with `` · ``, in lines of at most ``width`` characters."""
+    lines: list[str] = []
+    for name in names:
+        if lines and len(lines[-1]) + 3 + len(name) <= width:
+            lines[-1] += f" · {name}"
+        else:
+            lines.append(name)
+    return "\n".join(lines)
+
+
+def imports(folder: str) -> set[str]:
+    """The layered packages the modules of ``folder`` import (``jaxrl_fdg.<name>``)."""
+    found = set()
+    for path in (ROOT / folder).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                if parts[0] == "jaxrl_fdg" and len(parts) > 1:
+                    found.add(parts[1])
+    return found
+
+
 PACKAGES = [
-    ("cli · plots", "jaxrl-fdg train / evaluate / list / graph / profile / plot", 0.5, 5.0),
-    ("run/", "runner · session · checkpoint · run folder · evaluation · metrics", 0.5, 4.0),
-    ("config/", "schema · files · sweeps (lanes once) · resolve", 0.5, 3.0),
-    (
-        "policies/",
-        "fusion plans · Placement registry: single, data_parallel,\n"
-        "actor_learner, host_env · replication (seeds, sweeps)",
-        0.5,
-        2.0,
-    ),
-    (
-        "core/",
-        "fragment · cadence · graph → schedule tree · algorithm\n"
-        "loop (step body) · learn (learn body) · protocol",
-        0.5,
-        1.0,
-    ),
+    (name, wrapped(modules(folder)), 0.5, len(LAYERS) - i) for i, (name, folder) in enumerate(LAYERS)
 ]
 SIDE = [
-    ("envs/", "Environment, registry,\nadapters (make parses prefixes)", 1.45, 1.0),
-    ("fragments/", "networks, losses,\nPPO A2C DQN SAC TD3 DDPG, replay", 1.45, 2.2),
-    ("profiling/", "scopes, timers,\ntrace attribution, reports", 1.45, 3.4),
+    (name, wrapped(modules(folder), 34), 1.45, 1.0 + 1.8 * i)
+    for i, (name, folder) in enumerate(SIDE_FOLDERS)
 ]
-IMPORTS = [  # (from, to): each package imports only those below it
-    ("cli · plots", "run/"),
-    ("run/", "config/"),
-    ("config/", "policies/"),
-    ("policies/", "core/"),
+IMPORTS = [  # (from, to) between layers, as the modules import them
+    (a, b)
+    for a, folder in LAYERS
+    for b, _ in LAYERS
+    if a != b and b.rstrip("/") in imports(folder)
 ]
 
 
@@ -53,8 +80,8 @@ def _box(ax, x, y, w, h, title, body, color):
             (x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02", fc=color, ec="#333", lw=1
         )
     )
-    ax.text(x, y + h * 0.18, title, ha="center", va="center", fontsize=11, weight="bold")
-    ax.text(x, y - h * 0.18, body, ha="center", va="center", fontsize=7.5, color="#222")
+    ax.text(x, y + h * 0.32, title, ha="center", va="center", fontsize=10, weight="bold")
+    ax.text(x, y - h * 0.08, body, ha="center", va="center", fontsize=6.2, color="#222")
 
 
 def _arrow(ax, a, b, text="", color="#333", rad=0.0, at=None):
@@ -83,21 +110,29 @@ def _arrow(ax, a, b, text="", color="#333", rad=0.0, at=None):
 
 
 def packages(ax):
-    ax.set_title("packages: each imports only those below it", fontsize=11)
+    ax.set_title("packages, their modules and imports, read from the tree", fontsize=11)
     where = {}
     for name, body, x, y in PACKAGES:
-        _box(ax, x, y, 1.1, 0.7, name, body, "#dbe8f5")
+        _box(ax, x, y, 1.1, 0.8, name, body, "#dbe8f5")
         where[name] = (x, y)
     for name, body, x, y in SIDE:
-        _box(ax, x, y, 0.62, 0.8, name, body, "#eef2e4")
-    for a, b in IMPORTS:
-        (xa, ya), (xb, yb) = where[a], where[b]
-        _arrow(ax, (xa, ya - 0.36), (xb, yb + 0.36))
-    _arrow(ax, (1.14, 2.2), (1.06, 1.3), color="#7a9a4a")
-    _arrow(ax, (1.06, 1.0), (1.14, 1.0), color="#7a9a4a")
+        _box(ax, x, y, 0.62, 1.1, name, body, "#eef2e4")
+    below = {a: sorted((b for a2, b in IMPORTS if a2 == a), key=lambda b: -where[b][1]) for a, _ in LAYERS}
+    for a, targets in below.items():
+        (xa, ya) = where[a]
+        for b in targets:
+            (xb, yb) = where[b]
+            if yb > ya:  # an import upward: the layering is broken, and the picture says so
+                _arrow(ax, (xa + 0.35, ya + 0.41), (xb + 0.35, yb - 0.41), color="#c33")
+            elif ya - yb == 1:
+                _arrow(ax, (xa, ya - 0.41), (xb, yb + 0.41))
+        skipped = [b.rstrip("/") for b in targets if ya - where[b][1] > 1]
+        if skipped:
+            ax.text(xa - 0.6, ya - 0.3, "also → " + ", ".join(skipped), fontsize=6.5,
+                    ha="left", color="#555")
     ax.text(
         1.45,
-        0.05,
+        -0.1,
         "fragments use core's types; core wraps envs'\nenvironments (envs import nothing of it);\n"
         "the core imports no backend",
         ha="center",
@@ -105,7 +140,7 @@ def packages(ax):
         color="#555",
     )
     ax.set_xlim(-0.15, 1.85)
-    ax.set_ylim(-0.3, 5.5)
+    ax.set_ylim(-0.4, len(LAYERS) + 0.6)
     ax.axis("off")
 
 
@@ -190,7 +225,7 @@ def dataflow(ax):
 
 
 def main() -> None:
-    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 6.2), width_ratios=(1.15, 1))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(16, 8), width_ratios=(1.3, 1))
     packages(left)
     dataflow(right)
     fig.tight_layout()
