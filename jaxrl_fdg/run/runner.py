@@ -7,8 +7,6 @@ Every placement-specific step is the placement object's (``resolved.placement``)
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,14 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxrl_fdg.config import (
-    NOT_COMPUTED,
-    Resolved,
-    TrainConfig,
-    load,
-    resolve,
-    to_mapping,
-)
+from jaxrl_fdg.config import Resolved, TrainConfig, resolve
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.record import Loop
@@ -32,15 +23,12 @@ from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.policies.fusion import Chunk
-from jaxrl_fdg.profiling import Timings, summarize
-from jaxrl_fdg.profiling.timers import block_until_ready
-from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, versions
+from jaxrl_fdg.profiling import Timings
+from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, startup
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop, hazards
-from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
 from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_function
-from jaxrl_fdg.run.run_folder import RunFolder
 from jaxrl_fdg.run.session import Session
 from jaxrl_fdg.run.signals import Signals, signal_of
 
@@ -187,7 +175,7 @@ def _train(
     plan = resolved.placement.plan(
         config.fusion, loop, Timings(config.profile), config.boundary_every
     )
-    folder, path = _folder_of_every_process(resolved, resume)
+    folder, path = startup.folder_of_every_process(resolved, resume)
     try:  # the folder stays locked until the run is over, however it ends
         return _run(resolved, loop, plan, folder, path, print_summary, resume, signals, chosen)
     finally:
@@ -195,63 +183,97 @@ def _train(
             folder.release()
 
 
-def _folder_of_every_process(resolved: Resolved, resume) -> tuple[RunFolder | None, Path | None]:
-    """This process's run folder (process 0's alone, in a run across processes) and the path
-    of the run's folder, which every process knows: each writes its shards of the checkpoints
-    there. Process 0 makes (or opens) the folder and tells the others where it is."""
-    if resolved.config.num_processes == 1:
-        folder = _folder(resolved, resume)
-        return folder, folder and folder.path
-    if not distributed.is_primary():
-        path = distributed.share_path(None)
-        return None, Path(path) if path else None
-    try:
-        folder = _folder(resolved, resume)
-    except BaseException:
-        distributed.share_path(None, failed=True)
-        raise
-    distributed.share_path(str(folder.path) if folder else None)
-    return folder, folder and folder.path
-
-
 def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, chosen) -> RunResult:
-    config = resolved.config
-    extra, evaluate = {}, None
-    if config.eval_every:  # compiled with the plan's programs, called behind its chunks
-        run_evaluation, keys = evaluation_function(resolved, loop)
-        extra["evaluate"] = (run_evaluation, lambda state: (state.fragments, keys(0)))
+    """Start (:func:`_open`), train to the end in a :class:`Session`, write the summary
+    however the run ends, and close what the run opened."""
+    extra, evaluate = _evaluation(resolved, loop, plan)
+    opened = _open(resolved, plan, extra, folder, path, resume, signals)
+    session = _session(resolved, plan, folder, opened, evaluate, signals, chosen)
+    state = opened.state
+    try:
+        state = _execute(session, resolved, state, signals)
+    finally:
+        summary = _finish(session, loop, opened, resolved, state, signals)
+    if print_summary:
+        print(metric_rows.format_summary(summary))
+    return RunResult(state, metric_rows.concat(session.history), summary, folder and folder.path)
 
-        def evaluate(state: LoopState, iteration: int):
-            return plan.call("evaluate", state.fragments, keys(iteration))
 
+class _Opened(NamedTuple):
+    """What a run holds once it has started: its first state, the metric rows logged before it
+    (a resume's), its checkpointer and its lanes' log (``None`` where it has none)."""
+
+    state: LoopState
+    rows: list[dict[str, Any]]
+    checkpointer: Checkpointer | None
+    lane_log: lanes.LaneLog | None
+
+
+def _evaluation(resolved: Resolved, loop: Loop, plan) -> tuple[dict[str, Any], Callable | None]:
+    """With ``eval_every``, the evaluation program (compiled with the plan's programs, in
+    ``extra``) and ``evaluate(state, iteration)``, which dispatches it behind a chunk."""
+    if not resolved.config.eval_every:
+        return {}, None
+    run_evaluation, keys = evaluation_function(resolved, loop)
+
+    def evaluate(state: LoopState, iteration: int):
+        return plan.call("evaluate", state.fragments, keys(iteration))
+
+    return {"evaluate": (run_evaluation, lambda state: (state.fragments, keys(0)))}, evaluate
+
+
+def _open(resolved, plan, extra, folder, path, resume, signals: Signals) -> _Opened:
+    """Everything before the first iteration: the checkpointer (a resume's config checked), the
+    first state with the programs compiled, the lanes' folders and the loggers. What stops it
+    closes what it opened and is said in the run folder (``startup.stopped_before_training``)."""
     checkpointer, lane_log, rows = None, None, []
     try:
-        checkpointer = _checkpointer(resolved, path, resume)  # a resume's config is checked
-        state, rows = _start(resolved, plan, extra, checkpointer, folder, resume)
+        checkpointer = startup.open_checkpointer(resolved, path, resume)
+        state, rows = startup.start(resolved, plan, extra, checkpointer, folder, resume)
         extension.warn_of_schedules(resolved)  # once the run is sure to go on
         lane_log = lanes.open_lanes(folder, resolved, resume, iterations_done(state))
-        loggers.attach(config, folder, lane_log.folders if lane_log else [])
+        loggers.attach(resolved.config, folder, lane_log.folders if lane_log else [])
         signals.check()  # a stop signal during start-up that something swallowed still stops
     except BaseException as error:
-        if lane_log is not None:
-            lane_log.close()
-        if checkpointer is not None:
-            checkpointer.close()
-        _stopped_before_training(resolved, plan, folder, resume, rows, error, signals)
+        _close(lane_log, checkpointer)
+        startup.stopped_before_training(resolved, plan, folder, resume, rows, error, signals)
         raise
+    return _Opened(state, rows, checkpointer, lane_log)
+
+
+def _session(resolved, plan, folder, opened: _Opened, evaluate, signals, chosen) -> Session:
+    """The session that trains from ``opened``; its summary says how ``--fusion auto`` /
+    ``--placement auto`` chose (``chosen``) and the budgets the run has had."""
+    config = resolved.config
     label = f"{resolved.spec.name} on {config.env} [{config.fusion}]"
     agree = distributed.agree if config.num_processes > 1 else None
     session = Session(
-        config, label, plan, folder, checkpointer, rows, evaluate, lane_log, signals, agree
+        config,
+        label,
+        plan,
+        folder,
+        checkpointer=opened.checkpointer,
+        rows=opened.rows,
+        evaluate=evaluate,
+        lanes=opened.lane_log,
+        signals=signals,
+        agree=agree,
     )
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
     extended = extension.read(folder.path) if folder is not None else None
     if extended:  # the budgets the run has had
         session.summary_extra["extensions"] = extended
+    return session
+
+
+def _execute(session: Session, resolved: Resolved, state: LoopState, signals) -> LoopState:
+    """Train from ``state`` to the end, a stop signal stopping it at the next safe point. How
+    it ended goes to ``session.status``: ``non-finite``, ``failed`` (running out of memory
+    raises :class:`OutOfMemory`, saying what to reduce), or interrupted by a second signal."""
     try:
         with signals.requesting(session.request_stop):
-            state = session.execute(state)
+            return session.execute(state)
     except (NonFiniteError, FloatingPointError):
         session.status = "non-finite"
         raise
@@ -266,67 +288,24 @@ def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, cho
                 + memory.advice(resolved, state)
             ) from None
         raise
-    finally:
-        try:
-            with signals.absorbing():  # the summary says how the run ended, whatever comes
-                summary = session.finish(loop)
-        finally:
-            if lane_log is not None:
-                lane_log.close()
-            if checkpointer is not None:
-                checkpointer.close()
-            resolved.placement.release(loop, state)
-    if print_summary:
-        print(metric_rows.format_summary(summary))
-    return RunResult(state, metric_rows.concat(session.history), summary, folder and folder.path)
 
 
-def _stopped_before_training(resolved, plan, folder, resume, rows, error, signals) -> None:
-    """A run that stopped before it trained: bad input (a :class:`ConfigError`) leaves no half
-    folder behind (a fresh one is removed; a resumed one is left as it was); anything else (a
-    stop signal while compiling, a failure) is said in ``summary.json``."""
-    if folder is None:
-        return
-    if isinstance(error, ConfigError):
-        if resume is None:
-            folder.remove()
-        return
-    status, extra = "failed", {}
-    if isinstance(error, KeyboardInterrupt):
-        status, extra = "interrupted", {"signal": signal.Signals(signal_of(error)).name}
-    rows = rows or _readable_rows(folder)
-    elapsed = float(rows[-1]["wall_s"]) if rows else 0.0
-    timing = summarize(plan.timings, 0.0)
-    summary = metric_rows.summary(resolved.config, status, rows, timing, elapsed)
-    # The error that stopped it is the one to report; a signal now changes nothing.
-    with contextlib.suppress(OSError), signals.absorbing():
-        folder.write_summary({**summary, **extra})
-
-
-def _readable_rows(folder: RunFolder) -> list[dict[str, Any]]:
+def _finish(session: Session, loop: Loop, opened: _Opened, resolved, state, signals) -> dict:
+    """The run's summary, written however the run ended (a signal now changes nothing); then
+    the checkpointer and lanes' log are closed and the placement releases ``state``."""
     try:
-        return folder.read_metrics()
-    except ConfigError:
-        return []
+        with signals.absorbing():  # the summary says how the run ended, whatever comes
+            return session.finish(loop)
+    finally:
+        _close(opened.lane_log, opened.checkpointer)
+        resolved.placement.release(loop, state)
 
 
-def _checkpointer(resolved: Resolved, path: Path | None, resume) -> Checkpointer | None:
-    """The run's checkpointer (every process's, in a run across processes), which stores the
-    resolved config with every checkpoint; for a resume, that config must match this run's
-    (checked before anything compiles)."""
-    config = resolved.config
-    if path is None or resolved.env.on_host:
-        return None
-    checkpointer = Checkpointer(
-        path / CHECKPOINTS, config.keep, to_mapping(resolved), primary=distributed.is_primary()
-    )
-    if resume is not None:
-        try:
-            _check_same_run(path, checkpointer, resolved)
-        except BaseException:
-            checkpointer.close()
-            raise
-    return checkpointer
+def _close(lane_log: lanes.LaneLog | None, checkpointer: Checkpointer | None) -> None:
+    if lane_log is not None:
+        lane_log.close()
+    if checkpointer is not None:
+        checkpointer.close()
 
 
 def _check_run(resolved: Resolved, loop: Loop, resume: str | Path | None) -> None:
@@ -339,159 +318,3 @@ def _check_run(resolved: Resolved, loop: Loop, resume: str | Path | None) -> Non
             f"{config.env} is a host simulator: its state lives outside JAX and cannot be "
             "checkpointed (use a JAX environment, or checkpoint_every = 0)"
         )
-
-
-def _folder(resolved: Resolved, resume: str | Path | None) -> RunFolder | None:
-    """The run folder: opened (and locked) to resume, created with its ``config.toml``, or
-    ``None``. A fresh folder that cannot be completed is removed again."""
-    config = resolved.config
-    if resume is not None:
-        folder = RunFolder.open(resume)
-        folder.lock("train --resume")
-    elif config.out is not None:
-        folder = RunFolder.create(config, resolved.spec.name)  # created locked
-    else:
-        return None
-    try:
-        if resume is None:
-            folder.write_config(to_mapping(resolved))
-            versions.record(folder, 0, versions.current())
-        else:  # a damaged metrics file stops the resume before anything compiles
-            folder.read_metrics()
-        return folder
-    except BaseException:
-        if resume is None:
-            folder.remove()
-        folder.release()
-        raise
-
-
-def _start(resolved, plan, extra, checkpointer, folder, resume):
-    """The compiled plan's initial state (or the checkpoint it resumes from) and the metric
-    rows logged before it. Where the shapes describe the programs, all of them compile at once
-    for the shapes ``init`` returns (``Plan.start``), fresh run or resume alike: a checkpoint
-    restores the same shapes, and compiling for the restored arrays instead would lower other
-    programs (orbax commits them to their device, which the lowering records), missing the
-    compilation cache the run that wrote the checkpoint filled. Otherwise init runs first and
-    the rest compile for its result, or for the restored checkpoint."""
-    key = resolved.placement.initial_key(resolved.request)
-    from_shapes = resolved.placement.compiles_from_shapes(resolved.request)
-    with _sweep_errors(resolved), _memory_errors(resolved):
-        if from_shapes:  # checked for memory before init makes its state
-            state = plan.start(key, extra, lambda p: memory.check_programs(resolved, p))
-        else:
-            state = plan.init(key)
-        block_until_ready(state)  # a state too large for memory fails here, not in a chunk
-    rows: list[dict[str, Any]] = []
-    if resume is not None and not checkpointer.steps():
-        # Stopped before its first checkpoint (killed while compiling, say): nothing to
-        # restore, so the run starts again; its rows, if any, are logged again.
-        warn(
-            f"{str(checkpointer.directory.parent)!r} has no checkpoint yet; the run starts again "
-            "from iteration 0"
-        )
-    elif resume is not None:
-        state = checkpointer.restore(state)
-        checkpointer.discard_skipped()  # this run writes those iterations again
-    if resume is not None and folder is not None:  # process 0's, in a run across processes
-        rows = folder.truncate_metrics(iterations_done(state))
-        versions.record(folder, iterations_done(state), checkpointer.versions)
-        extension.record(folder.path, resolved, iterations_done(state))
-    if not from_shapes:
-        with _sweep_errors(resolved), _memory_errors(resolved):
-            plan.compile(state, extra)
-        memory.check_programs(resolved, plan.compiled_so_far, state)
-    return state, rows
-
-
-@contextlib.contextmanager
-def _memory_errors(resolved: Resolved):
-    """Memory a run's start runs out of (its state, a compile) is a size this machine cannot
-    hold: said in one line with the settings to reduce, as a prediction would."""
-    try:
-        yield
-    except jax.errors.JaxRuntimeError as e:
-        if not memory.is_out_of_memory(e):
-            raise
-        raise ConfigError(
-            f"out of memory while the run starts ({memory.first_line(e)}); "
-            + memory.advice(resolved)
-        ) from None
-
-
-@contextlib.contextmanager
-def _sweep_errors(resolved: Resolved):
-    """A swept hyperparameter the algorithm uses to decide its program's structure (a Python
-    ``if`` or a size) fails while tracing, before anything compiles: say which and why."""
-    try:
-        yield
-    except (
-        jax.errors.ConcretizationTypeError,
-        jax.errors.TracerIntegerConversionError,
-        jax.errors.TracerArrayConversionError,
-    ) as e:
-        if not resolved.sweep:
-            raise
-        first = str(e).strip().splitlines()[0]
-        raise ConfigError(
-            f"{resolved.spec.name} cannot sweep {', '.join(resolved.sweep)} in one program: it "
-            f"decides the program's structure from a swept value ({first}); run one "
-            "configuration per value instead"
-        ) from None
-
-
-def _check_same_run(path: Path, checkpointer: Checkpointer, resolved: Resolved) -> None:
-    """A run resumes only with the configuration its checkpoints were written with (settings
-    that change nothing it computes aside, ``config.NOT_COMPUTED``): editing ``config.toml``
-    or giving a flag that changes the run is refused, naming each changed key."""
-    current = to_mapping(resolved)
-    saved, source, written, done = None, "its config.toml", None, None
-    for step in reversed(checkpointer.steps()):
-        if checkpointer.damage(step) is None:
-            done = step if done is None else done  # where the resume goes on from
-            saved = checkpointer.stored_config(step)
-            if saved is not None:
-                source = f"its checkpoint at iteration {step}"
-                written = checkpointer.stored_versions(step)
-                break
-    if saved is None:  # no checkpoint yet, or one written before configs were stored
-        saved = load(path / "config.toml")
-    if written is None:  # then the versions its folder last ran under, if it says
-        stretches = versions.read(path)
-        written = stretches[-1]["versions"] if stretches else None
-    changed_versions = versions.differences(written or {}, checkpointer.versions)
-    if changed_versions:
-        warn(
-            f"resuming {str(path)!r} under other versions than {source}'s "
-            f"({', '.join(changed_versions)}): the same bits are promised for the same versions "
-            "only"
-        )
-    changed = _changed_keys(*extension.comparable(saved, current))
-    if changed:
-        details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in changed)
-        raise ConfigError(
-            f"cannot resume {str(path)!r} with a configuration other than {source}'s ({details})"
-        )
-    extension.check_budget(path, done or 0, resolved)
-
-
-def _changed_keys(saved: dict, current: dict, prefix: str = "") -> list[tuple[str, Any, Any]]:
-    """``(dotted key, saved value, current value)`` for every computed setting that differs."""
-    changed = []
-    for key in sorted(set(saved) | set(current)):
-        if not prefix and key in NOT_COMPUTED:
-            continue
-        if key not in saved and prefix:  # a hyperparameter newer than the checkpoint
-            continue
-        # A setting newer than the checkpoint (or unset there) had its default then.
-        a = saved[key] if key in saved else getattr(TrainConfig, key, None)
-        b = current.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            changed += _changed_keys(a, b, f"{prefix}{key}.")
-        elif _normal(a) != _normal(b):
-            changed.append((f"{prefix}{key}", a, b))
-    return changed
-
-
-def _normal(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value

@@ -18,7 +18,7 @@ from faultkit import one_line_error
 import jaxrl_fdg as rl
 from jaxrl_fdg.cli import main
 from jaxrl_fdg.core import algorithm
-from jaxrl_fdg.run import runner
+from jaxrl_fdg.run import startup
 from jaxrl_fdg.run.lock import FolderLock
 from jaxrl_fdg.run.run_folder import RunFolder
 
@@ -88,7 +88,7 @@ def test_a_holder_that_dies_never_blocks_the_next_writer(tmp_path):
 
 
 def test_ctrl_c_during_start_up_is_never_swallowed(tiny, monkeypatch):
-    real_start = runner._start
+    real_start = startup.start
 
     def start_with_a_swallowed_interrupt(*args, **kwargs):
         try:  # as a garbage-collector callback would: the interrupt is printed and dropped
@@ -98,7 +98,7 @@ def test_ctrl_c_during_start_up_is_never_swallowed(tiny, monkeypatch):
             pass
         return real_start(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "_start", start_with_a_swallowed_interrupt)
+    monkeypatch.setattr(startup, "start", start_with_a_swallowed_interrupt)
     # Python's own handler, or SIG_IGN in a process started as a background job of a
     # non-interactive shell (CI launched with `&`): the run must put back whichever it found.
     before = signal.getsignal(signal.SIGINT)
