@@ -76,6 +76,7 @@ class Session:
         self.agree = agree or (lambda size, signum: (size, signum))
         self._collected = 0.0  # when the last piece was read back
         self._pieces: list[dict[str, np.ndarray]] = []  # the metrics of a row not yet written
+        self._in_flight: collections.deque[_Piece] = collections.deque()  # not yet read back
         self.start = self.last = time.perf_counter()
         if self.iterations:
             self.display.update(self.rows[-1])
@@ -88,61 +89,31 @@ class Session:
         request waits for seconds, not for a long chunk: where it lands between two pieces, the
         row covers the iterations done and the checkpoint holds their state. Pieces never change
         what is computed (every plan advances the same iterations however they are grouped)."""
-        config, plan = self.config, self.plan
+        config = self.config
         start = iterations_done(state)
         self.iterations = self.first_iteration = start
         chunks = _chunks(start, config.num_iterations, config.boundary_every)
         traced = None
         if config.profile == "trace" and chunks:
             chunks, traced = _split_for_trace(chunks, TRACE_ITERATIONS)
-        every = -(-config.checkpoint_every // config.steps_per_iteration)  # iterations, rounded up
-        eval_every = -(-config.eval_every // config.steps_per_iteration)
+        every = _in_iterations(config.checkpoint_every, config.steps_per_iteration)
         saved = end = start
-        # One piece stays queued behind the one being read, so the device never idles while the
-        # host reads metrics and logs: piece k+1 is dispatched before piece k is collected.
-        in_flight: collections.deque[_Piece] = collections.deque()
         for i, n in enumerate(chunks):
             if i == traced:  # the profiler window holds this chunk alone
-                while in_flight:
-                    self.record(in_flight.popleft())
+                self._record_in_flight()
                 state = self.traced(state, n)
                 end += n
                 continue
-            done = 0
-            while done < n:
-                if self.pace.per_iteration is None:  # measure one piece before sizing the next
-                    while in_flight:
-                        self.record(in_flight.popleft())
-                k, signum = self.agree(self.pace.size(n - done), self.signal or 0)
-                if signum:  # a stop request, here or in another process of the run
-                    self.stop_requested, self.signal = True, self.signal or signum
-                    break
-                dispatched = time.perf_counter()
-                state, pending = plan.advance(state, k)
-                done += k
-                piece = _Piece(pending, None, k, done == n, dispatched)
-                if (
-                    done == n
-                    and eval_every
-                    and ((end + n) // eval_every > end // eval_every or i == len(chunks) - 1)
-                ):  # dispatched behind the chunk, not awaited
-                    piece = piece._replace(evaluation=self.evaluate(state, end + n))
-                in_flight.append(piece)
-                if len(in_flight) > 1:
-                    self.record(in_flight.popleft())
+            evaluate_at = end + n if self._evaluates_after(end, n, i == len(chunks) - 1) else None
+            state, done = self._advance_chunk(state, n, evaluate_at)
             end += done
-            if done < n:  # stopped between two pieces: the last one dispatched ends its row
-                if in_flight:
-                    in_flight[-1] = in_flight[-1]._replace(ends_row=True)
-                elif self._pieces:  # read back already: its row is written now
-                    self._write_row(time.perf_counter(), None)
+            if done < n:  # stopped between two pieces
+                self._end_row_early()
                 break
             if every and end // every > saved // every:
-                while in_flight:  # metrics up to the saved state are checked before it is saved
-                    self.record(in_flight.popleft())
+                self._record_in_flight()  # metrics up to the saved state are checked first
                 saved = self.checkpoint(state)
-        while in_flight:
-            self.record(in_flight.popleft())
+        self._record_in_flight()
         with self.timings.scope("collect"):
             self.timings.wait(state)
         if self.checkpointer is not None:  # the final state (or where a stop request left it)
@@ -150,6 +121,53 @@ class Session:
         if self.iterations == config.num_iterations:  # a stop request came after the last one
             self.status, self.signal = "completed", None
         return state
+
+    def _advance_chunk(
+        self, state: LoopState, n: int, evaluate_at: int | None
+    ) -> tuple[LoopState, int]:
+        """Dispatch a chunk of ``n`` iterations in pieces (:class:`Pace`) and the evaluation at
+        iteration ``evaluate_at`` (if any) behind its last; return the state and the iterations
+        dispatched, fewer than ``n`` where a stop request came between two pieces.
+
+        One piece stays queued behind the one being read, so the device never idles while the
+        host reads metrics and logs: piece k+1 is dispatched before piece k is collected."""
+        done = 0
+        while done < n:
+            if self.pace.per_iteration is None:  # measure one piece before sizing the next
+                self._record_in_flight()
+            k, signum = self.agree(self.pace.size(n - done), self.signal or 0)
+            if signum:  # a stop request, here or in another process of the run
+                self.stop_requested, self.signal = True, self.signal or signum
+                break
+            dispatched = time.perf_counter()
+            state, pending = self.plan.advance(state, k)
+            done += k
+            piece = _Piece(pending, None, k, done == n, dispatched)
+            if done == n and evaluate_at is not None:  # dispatched behind it, not awaited
+                piece = piece._replace(evaluation=self.evaluate(state, evaluate_at))
+            self._in_flight.append(piece)
+            if len(self._in_flight) > 1:
+                self.record(self._in_flight.popleft())
+        return state, done
+
+    def _evaluates_after(self, end: int, n: int, last: bool) -> bool:
+        """Whether the chunk of ``n`` iterations after iteration ``end`` ends with an
+        evaluation: it crosses a multiple of ``eval_every`` (in iterations), or ends the run."""
+        every = _in_iterations(self.config.eval_every, self.config.steps_per_iteration)
+        return bool(every) and ((end + n) // every > end // every or last)
+
+    def _end_row_early(self) -> None:
+        """Stopped between two pieces: the last one dispatched ends its row (written now, if it
+        was read back already)."""
+        if self._in_flight:
+            self._in_flight[-1] = self._in_flight[-1]._replace(ends_row=True)
+        elif self._pieces:
+            self._write_row(time.perf_counter(), None)
+
+    def _record_in_flight(self) -> None:
+        """Read back every piece dispatched and not yet read, oldest first."""
+        while self._in_flight:
+            self.record(self._in_flight.popleft())
 
     def request_stop(self, signum: int) -> None:
         """A stop signal's request: stop at the next safe point (between two pieces)."""
@@ -290,6 +308,11 @@ def write_profile(folder: RunFolder, config: TrainConfig, timings, timing, event
         trace.write_trace(folder.path / "trace.json.gz", events)
     if config.profile in ("sync", "trace"):
         chart.stacked_bars(timing, folder.path / "profile.png", title=folder.path.name)
+
+
+def _in_iterations(steps: int, steps_per_iteration: int) -> int:
+    """A period of ``steps`` env steps in iterations, rounded up (0: never)."""
+    return -(-steps // steps_per_iteration)
 
 
 def _split_for_trace(chunks: list[int], size: int) -> tuple[list[int], int]:
