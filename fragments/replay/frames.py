@@ -137,18 +137,71 @@ def make_frame_replay(
         raise ValueError(f"capacity {capacity} is not a multiple of num_envs {num_envs}")
     if stack < 1 or stack > 255:
         raise ValueError(f"stack must be in [1, 255], got {stack}")
-    rows_kept = capacity // num_envs
-    if rollout_len > rows_kept:
-        raise ValueError(f"rollout_len {rollout_len} exceeds the {rows_kept} rows of the buffer")
-    frame_rows = rows_kept + stack
-    ahead_dtype = jnp.uint8 if n_step < 256 else jnp.int32
-    finals_kept = final_capacity(capacity, num_envs * rollout_len)
+    if rollout_len > capacity // num_envs:
+        raise ValueError(
+            f"rollout_len {rollout_len} exceeds the {capacity // num_envs} rows of the buffer"
+        )
+    return _Frames(
+        records,
+        capacity=capacity,
+        num_envs=num_envs,
+        rollout_len=rollout_len,
+        stack=stack,
+        n_step=n_step,
+        gamma=gamma,
+        make_transitions=make_transitions,
+    ).record()
 
-    def newest(observation: jax.Array) -> jax.Array:
-        return observation[..., -1] if stack > 1 else observation
 
-    def init(observation: jax.Array, action: jax.Array) -> FrameState:
-        frame = newest(jnp.asarray(observation))
+class _Finals(NamedTuple):
+    """A rollout's truncated episodes' final frames, written to the side ring."""
+
+    finals: jax.Array  # the side ring, ``[F, *frame]``
+    final_ids: jax.Array  # which final each entry holds, ``[F]``
+    final: jax.Array  # each transition's final (``[T, B]``), or −1
+    written: jax.Array  # how many finals the rollout wrote
+
+
+class _Frames:
+    """The pure functions of one frame replay, bound to its sizes (the record's entries)."""
+
+    def __init__(
+        self,
+        records: ReplayBuffer,
+        *,
+        capacity: int,
+        num_envs: int,
+        rollout_len: int,
+        stack: int,
+        n_step: int,
+        gamma: float,
+        make_transitions: Callable[..., Any],
+    ):
+        self.records, self.make_transitions = records, make_transitions
+        self.num_envs, self.stack, self.n_step, self.gamma = num_envs, stack, n_step, gamma
+        self.rows_kept = capacity // num_envs
+        self.frame_rows = self.rows_kept + stack
+        self.ahead_dtype = jnp.uint8 if n_step < 256 else jnp.int32
+        self.finals_kept = final_capacity(capacity, num_envs * rollout_len)
+
+    def record(self) -> FrameReplay:
+        return FrameReplay(
+            self.init,
+            self.store,
+            self.sample,
+            self.lookup,
+            self.update_priorities,
+            self.can_sample,
+        )
+
+    def newest(self, observation: jax.Array) -> jax.Array:
+        """The newest frame of the stack (the whole observation for K = 1)."""
+        return observation[..., -1] if self.stack > 1 else observation
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def init(self, observation: jax.Array, action: jax.Array) -> FrameState:
+        frame = self.newest(jnp.asarray(observation))
         scalar = jnp.zeros((), jnp.float32)
         zero = jnp.zeros((), jnp.int32)
         example = Record(
@@ -156,117 +209,134 @@ def make_frame_replay(
             scalar,
             scalar,
             jnp.zeros((), jnp.uint8),
-            jnp.zeros((), ahead_dtype),
+            jnp.zeros((), self.ahead_dtype),
             zero,
         )
         return FrameState(
-            records.init(example),
-            jnp.zeros((frame_rows, num_envs, *frame.shape), frame.dtype),
-            jnp.zeros((finals_kept, *frame.shape), frame.dtype),
-            jnp.full((finals_kept,), -1, jnp.int32),
+            self.records.init(example),
+            jnp.zeros((self.frame_rows, self.num_envs, *frame.shape), frame.dtype),
+            jnp.zeros((self.finals_kept, *frame.shape), frame.dtype),
+            jnp.full((self.finals_kept,), -1, jnp.int32),
             zero,
             zero,
-            jnp.zeros((num_envs,), jnp.int32),
+            jnp.zeros((self.num_envs,), jnp.int32),
         )
 
-    def store(state: FrameState, trajectory: Any) -> FrameState:
+    def store(self, state: FrameState, trajectory: Any) -> FrameState:
+        """The rollout ``trajectory`` ``[T, B]`` as n-step transitions: their records, the
+        newest frame of each step (and of the tail row), truncated episodes' final frames."""
         steps = trajectory.reward.shape[0]
         reward, discount, last = losses.n_step_returns(
-            trajectory.reward, trajectory.terminated, trajectory.truncated, gamma, n_step
+            trajectory.reward, trajectory.terminated, trajectory.truncated, self.gamma, self.n_step
         )
-        ended = trajectory.terminated | trajectory.truncated
-
-        def age_step(age, end):
-            return jnp.where(end, 0, jnp.minimum(age + 1, stack - 1)), age
-
-        next_age, age = jax.lax.scan(age_step, state.age, ended)
-        # Truncated episodes' final frames, numbered in the order (t, b) from finals_written.
-        cut = (trajectory.truncated & ~trajectory.terminated).reshape(-1)
-        ids = state.finals_written + jnp.cumsum(cut, dtype=jnp.int32) - 1
-        slots = jnp.where(cut, ids % finals_kept, finals_kept)  # out of range: dropped
-        final_frames = newest(trajectory.next_observation).reshape(-1, *state.finals.shape[1:])
-        finals = state.finals.at[slots].set(final_frames, mode="drop")
-        final_ids = state.final_ids.at[slots].set(ids, mode="drop")
-        ends_cut = jnp.take_along_axis(cut.reshape(last.shape), last, axis=0)
-        final = jnp.where(ends_cut, jnp.take_along_axis(ids.reshape(last.shape), last, 0), -1)
+        next_age, age = self.ages(state.age, trajectory.terminated | trajectory.truncated)
+        finals = self.store_finals(state, trajectory, last)
         # Rows rows … rows + T − 1 and the tail row rows + T (the next rollout rewrites it).
         written = jnp.concatenate(
-            [newest(trajectory.observation), newest(trajectory.next_observation[-1:])]
+            [self.newest(trajectory.observation), self.newest(trajectory.next_observation[-1:])]
         )
-        rows = (state.rows + jnp.arange(steps + 1)) % frame_rows
+        rows = (state.rows + jnp.arange(steps + 1)) % self.frame_rows
         ahead = last - jnp.arange(steps, dtype=last.dtype)[:, None] + 1
         record = Record(
             trajectory.action,
             reward,
             discount,
             age.astype(jnp.uint8),
-            ahead.astype(ahead_dtype),
-            final.astype(jnp.int32),
+            ahead.astype(self.ahead_dtype),
+            finals.final.astype(jnp.int32),
         )
         flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), record)
         return FrameState(
-            records.add(state.records, flat),
+            self.records.add(state.records, flat),
             state.frames.at[rows].set(written.astype(state.frames.dtype)),
-            finals,
-            final_ids,
+            finals.finals,
+            finals.final_ids,
             state.rows + steps,
-            state.finals_written + jnp.sum(cut, dtype=jnp.int32),
+            state.finals_written + finals.written,
             next_age,
         )
 
-    def stacks(state: FrameState, rows: jax.Array, env: jax.Array) -> jax.Array:
-        """``[batch, *frame, K]`` (``[batch, *frame]`` for K = 1) from rows ``[batch, K]``."""
-        frames = state.frames[rows % frame_rows, env[:, None]]
-        return jnp.moveaxis(frames, 1, -1) if stack > 1 else frames[:, 0]
+    def ages(self, age: jax.Array, ended: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``(each environment's age after the rollout, each step's age [T, B])`` from the ages
+        ``age`` ``[B]`` before it: steps since the episode began, capped at ``K − 1``."""
 
-    def rebuild(state: FrameState, indices: jax.Array, record: Record):
-        """The transitions at the slots ``indices`` whose records are ``record``, and whether
-        each next observation could be rebuilt (False: its final frame was overwritten)."""
-        env = indices % num_envs
-        # The run's row of each slot: the latest row ≡ slot row (mod rows_kept) written so far.
-        latest = state.rows - 1
-        row = latest - (latest - indices // num_envs) % rows_kept
-        age = record.age.astype(jnp.int32)[:, None]
-        ahead = record.ahead.astype(jnp.int32)[:, None]
-        old = jnp.arange(stack - 1, -1, -1)  # j = K − 1 − c for channel c
-        observation = stacks(state, row[:, None] - jnp.minimum(old, age), env)
-        following = stacks(state, row[:, None] + ahead - jnp.minimum(old, age + ahead), env)
-        has_final = record.final >= 0
-        entry = record.final % finals_kept
-        kept = state.final_ids[entry] == record.final
-        final = state.finals[entry]
-        mask = has_final.reshape(-1, *(1,) * (final.ndim - 1))
-        if stack > 1:
-            newest_frame = jnp.where(mask, final, following[..., -1])
-            following = following.at[..., -1].set(newest_frame)
-        else:
-            following = jnp.where(mask, final, following)
-        transitions = make_transitions(
-            observation, record.action, record.reward, record.discount, following
+        def age_step(age, end):
+            return jnp.where(end, 0, jnp.minimum(age + 1, self.stack - 1)), age
+
+        return jax.lax.scan(age_step, age, ended)
+
+    def store_finals(self, state: FrameState, trajectory: Any, last: jax.Array) -> _Finals:
+        """Truncated episodes' final frames into the side ring, numbered in the order (t, b)
+        from ``finals_written``, and which of them ends each transition (its ``last`` step)."""
+        cut = (trajectory.truncated & ~trajectory.terminated).reshape(-1)
+        ids = state.finals_written + jnp.cumsum(cut, dtype=jnp.int32) - 1
+        slots = jnp.where(cut, ids % self.finals_kept, self.finals_kept)  # out of range: dropped
+        shape = state.finals.shape[1:]
+        final_frames = self.newest(trajectory.next_observation).reshape(-1, *shape)
+        finals = state.finals.at[slots].set(final_frames, mode="drop")
+        final_ids = state.final_ids.at[slots].set(ids, mode="drop")
+        ends_cut = jnp.take_along_axis(cut.reshape(last.shape), last, axis=0)
+        final = jnp.where(ends_cut, jnp.take_along_axis(ids.reshape(last.shape), last, 0), -1)
+        return _Finals(finals, final_ids, final, jnp.sum(cut, dtype=jnp.int32))
+
+    def update_priorities(self, state, indices, writes, td_errors):
+        return state._replace(
+            records=self.records.update_priorities(state.records, indices, writes, td_errors)
         )
-        return transitions, ~has_final | kept
 
-    def lookup(state: FrameState, indices: jax.Array) -> tuple[Any, jax.Array]:
+    # -- reading ------------------------------------------------------------------------------
+
+    def can_sample(self, state: FrameState) -> jax.Array:
+        return self.records.can_sample(state.records)
+
+    def lookup(self, state: FrameState, indices: jax.Array) -> tuple[Any, jax.Array]:
         record = jax.tree.map(lambda x: x[indices], state.records.storage)
-        return rebuild(state, indices, record)
+        return self.rebuild(state, indices, record)
 
-    def sample(state: FrameState, key: jax.Array, beta: jax.Array | float = 1.0) -> Sample:
-        drawn = records.sample(state.records, key, beta)
-        transitions, valid = rebuild(state, drawn.indices, drawn.transitions)
+    def sample(self, state: FrameState, key: jax.Array, beta: jax.Array | float = 1.0) -> Sample:
+        drawn = self.records.sample(state.records, key, beta)
+        transitions, valid = self.rebuild(state, drawn.indices, drawn.transitions)
         return drawn._replace(
             transitions=transitions, weights=drawn.weights * valid.astype(drawn.weights.dtype)
         )
 
-    def update_priorities(state, indices, writes, td_errors):
-        return state._replace(
-            records=records.update_priorities(state.records, indices, writes, td_errors)
+    def rebuild(self, state: FrameState, indices: jax.Array, record: Record):
+        """The transitions at the slots ``indices`` whose records are ``record``, and whether
+        each next observation could be rebuilt (False: its final frame was overwritten)."""
+        env = indices % self.num_envs
+        # The run's row of each slot: the latest row ≡ slot row (mod rows_kept) written so far.
+        latest = state.rows - 1
+        row = latest - (latest - indices // self.num_envs) % self.rows_kept
+        age = record.age.astype(jnp.int32)[:, None]
+        ahead = record.ahead.astype(jnp.int32)[:, None]
+        old = jnp.arange(self.stack - 1, -1, -1)  # j = K − 1 − c for channel c
+        observation = self.stacks(state, row[:, None] - jnp.minimum(old, age), env)
+        following = self.stacks(state, row[:, None] + ahead - jnp.minimum(old, age + ahead), env)
+        following, kept = self.with_final(state, record.final, following)
+        transitions = self.make_transitions(
+            observation, record.action, record.reward, record.discount, following
         )
+        return transitions, kept
 
-    return FrameReplay(
-        init,
-        store,
-        sample,
-        lookup,
-        update_priorities,
-        lambda state: records.can_sample(state.records),
-    )
+    def stacks(self, state: FrameState, rows: jax.Array, env: jax.Array) -> jax.Array:
+        """``[batch, *frame, K]`` (``[batch, *frame]`` for K = 1) from rows ``[batch, K]``."""
+        frames = state.frames[rows % self.frame_rows, env[:, None]]
+        return jnp.moveaxis(frames, 1, -1) if self.stack > 1 else frames[:, 0]
+
+    def with_final(
+        self, state: FrameState, final: jax.Array, following: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """The next observations ``following`` with the newest frame of those that end a
+        truncated episode (``final >= 0``) read from the side ring, and whether each could be
+        (False where the ring has overwritten that final frame since)."""
+        has_final = final >= 0
+        entry = final % self.finals_kept
+        kept = state.final_ids[entry] == final
+        frame = state.finals[entry]
+        mask = has_final.reshape(-1, *(1,) * (frame.ndim - 1))
+        if self.stack > 1:
+            newest_frame = jnp.where(mask, frame, following[..., -1])
+            following = following.at[..., -1].set(newest_frame)
+        else:
+            following = jnp.where(mask, frame, following)
+        return following, ~has_final | kept
