@@ -90,14 +90,8 @@ def analyse(
         }
         device = _device_per_run(name, row, runs, window, sync)
         if device is not None and device > 0:
-            host = row.get("dispatch_s", 0.0) / max(row.get("calls", 0), 1)
-            if name in per_iteration:  # dispatch per call, spread over the call's iterations
-                host *= row.get("calls", 0) / max(runs, 1)
-            entry.update(device_s=device, host_s=host)
-            entry.update(flops_s=cost.flops / device, bytes_s=cost.bytes / device)
-            if peak is not None:
-                fc, fm = entry["flops_s"] / peak.flops_s, entry["bytes_s"] / peak.bytes_s
-                entry.update(peak_flops=fc, peak_bytes=fm, bound=verdict(fc, fm, device, host))
+            host = _host_per_run(row, runs, name in per_iteration)
+            entry.update(_achieved(cost, device, host, peak))
         if peak is not None:
             entry["roofline_s"] = roofline_s(cost.flops, cost.bytes, peak)
             here += entry["roofline_s"] * (per_it or 0.0)
@@ -151,6 +145,26 @@ def of_run(
         sync=timing["mode"] == "sync",
         run_s=timing["run_s"],
     )
+
+
+def _host_per_run(row: dict[str, Any], runs: int, per_iteration: bool) -> float:
+    """Dispatch seconds per run: per call, spread over the call's iterations for a program
+    whose one call runs several (``per_iteration``)."""
+    host = row.get("dispatch_s", 0.0) / max(row.get("calls", 0), 1)
+    if per_iteration:
+        host *= row.get("calls", 0) / max(runs, 1)
+    return host
+
+
+def _achieved(cost: Cost, device: float, host: float, peak: Peak | None) -> dict[str, Any]:
+    """Device and dispatch seconds per run, the FLOP/s and bytes/s achieved and, with ``peak``,
+    their fractions of it and the verdict."""
+    entry = {"device_s": device, "host_s": host}
+    entry.update(flops_s=cost.flops / device, bytes_s=cost.bytes / device)
+    if peak is not None:
+        fc, fm = entry["flops_s"] / peak.flops_s, entry["bytes_s"] / peak.bytes_s
+        entry.update(peak_flops=fc, peak_bytes=fm, bound=verdict(fc, fm, device, host))
+    return entry
 
 
 def _device_per_run(name, row, runs, window, sync) -> float | None:
