@@ -9,6 +9,10 @@ the ``params`` edge, into evaluation, into checkpoints. The optimizer never sees
 (:func:`trainable`); the learner folds each rollout's observations in (:meth:`ObservationMoments.
 update`).
 
+An off-policy learner trains on replayed batches, not on the rollout it folds in: there a
+fragment of its own folds each rollout's observations in and publishes the moments, and the
+learner standardises every batch by them (:func:`normalized_observations`, as Brax's SAC does).
+
 This differs from the env wrapper :class:`~jaxrl_fdg.envs.NormalizeObservation`, whose moments
 live in each environment's state and are updated at every step of that environment alone.
 """
@@ -21,6 +25,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg.core.algorithm import AlgorithmContext
+from jaxrl_fdg.core.fragment import Fragment, Role, fragment
+from jaxrl_fdg.core.names import BATCH, OBSERVATION_MOMENTS, TRAJECTORY
 from jaxrl_fdg.envs.observation_wrappers import standardize, update_running_moments
 
 # The variables collection holding the moments, beside flax's ``params``.
@@ -91,3 +98,83 @@ def trainable(variables: Any) -> Any:
 def with_trainable(variables: Any, params: Any) -> Any:
     """``variables`` with their trained part replaced by ``params`` (``{"params": ...}``)."""
     return {**variables, **params}
+
+
+# -- off-policy learners ---------------------------------------------------------------------
+
+
+class Normalized(NamedTuple):
+    """An off-policy learner's state with the observation moments its last update used."""
+
+    learner: Any
+    moments: Moments
+
+
+def normalized_observations(
+    ctx: AlgorithmContext,
+    moments: ObservationMoments,
+    init: Any,
+    learn: Any,
+    params: Any,
+) -> tuple[Fragment, Any, Any, Any]:
+    """Observation normalisation for an off-policy learner, as Brax's SAC does it.
+
+    Every observation the actors collect is folded, once, into running moments (mean and
+    variance per feature, pooled over a data-parallel run's shards) by a fragment of the learn
+    phase, which publishes them on the edge ``observation_moments`` after each rollout, before
+    the updates. Each update standardises its batch's observations and next observations by them,
+    so the wrapped ``learn`` sees standardised observations and needs no change. The learner
+    keeps the moments its last update used beside its own state and publishes them with the
+    actor's parameters, ``{"params": params(state), "observation_moments": moments}``, so the
+    exploring actor, evaluation and checkpoints act on what the networks were trained on
+    (:func:`standardized` unpacks them).
+
+    Returns ``(moments fragment, init, learn, params)``: the wrapped learner functions.
+    """
+
+    def fold_in(state, inputs, key):
+        del key
+        return moments.update(state, inputs[TRAJECTORY].observation, ctx.pool), {}
+
+    statistics = fragment(
+        OBSERVATION_MOMENTS,
+        Role.TRANSFORM,
+        fold_in,
+        init=lambda key: moments.init(),
+        inputs=(TRAJECTORY,),
+        publish=lambda state: {OBSERVATION_MOMENTS: state},
+        published=(OBSERVATION_MOMENTS,),
+    )
+
+    def init_normalized(key):
+        return Normalized(init(key), moments.init())
+
+    def learn_normalized(state: Normalized, inputs, key):
+        current = inputs[OBSERVATION_MOMENTS]
+        sample = inputs[BATCH]
+        exp = sample.transitions
+        exp = exp._replace(
+            observation=moments.standardize(current, exp.observation),
+            next_observation=moments.standardize(current, exp.next_observation),
+        )
+        batch = sample._replace(transitions=exp)
+        learner, outputs = learn(state.learner, {**inputs, BATCH: batch}, key)
+        return Normalized(learner, current), outputs
+
+    def params_normalized(state: Normalized):
+        return {"params": params(state.learner), COLLECTION: state.moments}
+
+    return statistics, init_normalized, learn_normalized, params_normalized
+
+
+def standardized(
+    moments: ObservationMoments | None, params: Any, observation: jax.Array
+) -> tuple[Any, jax.Array]:
+    """``(network parameters, observations as the networks see them)`` from the parameters an
+    off-policy learner publishes: as they are without ``moments``; with them, unpacked from
+    :func:`normalized_observations`' ``{"params", "observation_moments"}``, the observations
+    standardised by the moments published there."""
+    if moments is None:
+        return params, observation
+    current = params[COLLECTION]
+    return params["params"], moments.standardize(current, observation)

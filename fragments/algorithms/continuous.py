@@ -16,7 +16,7 @@
 * Brax's two options: ``reward_scaling`` in the TD target, and ``normalize_observations``
   (running moments of every observation collected, applied to the sampled batches and published
   with the actor's parameters;
-  :func:`~jaxrl_fdg.fragments.algorithms.offpolicy.normalized_observations`).
+  :func:`~jaxrl_fdg.fragments.normalization.normalized_observations`).
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def build(
     moments, extra, learner_inputs = None, (), ()
     if hp.normalize_observations:
         moments = normalization.ObservationMoments(ctx.observation_space.shape)
-        statistics, init, learn, published = offpolicy.normalized_observations(
+        statistics, init, learn, published = normalization.normalized_observations(
             ctx, moments, init, learn, published
         )
         extra, learner_inputs = (statistics,), (offpolicy.MOMENTS,)
@@ -278,7 +278,7 @@ def build(
         The actor's state counts the env steps taken."""
         k_random, k_policy = jax.random.split(key)
         batch = inputs[OBSERVATION].shape[0]
-        actor_params, observation = offpolicy.standardized(
+        actor_params, observation = normalization.standardized(
             moments, inputs[PARAMS], inputs[OBSERVATION]
         )
         policy = env_action(explore(actor_params, observation, k_policy), ctx)
@@ -289,7 +289,7 @@ def build(
     actor, learner = offpolicy.actor_and_learner(ctx, act, init, learn, published, learner_inputs)
 
     def policy(params, observation):
-        return env_action(mode(*offpolicy.standardized(moments, params, observation)), ctx)
+        return env_action(mode(*normalization.standardized(moments, params, observation)), ctx)
 
     replay = offpolicy.replay(ctx, hp.gamma)
     return Algorithm(name, actor, learner, policy, extra=(replay, *extra))

@@ -41,7 +41,10 @@ from jaxrl_fdg.core.names import (
 )
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import exploration, losses, normalization
+from jaxrl_fdg.fragments import exploration, losses
+from jaxrl_fdg.fragments.normalization import Normalized as Normalized
+from jaxrl_fdg.fragments.normalization import normalized_observations as normalized_observations
+from jaxrl_fdg.fragments.normalization import standardized as standardized
 from jaxrl_fdg.fragments.replay import (
     FrameReplay,
     linear_beta,
@@ -53,7 +56,9 @@ from jaxrl_fdg.fragments.replay.sum_tree import MAX_ARITY, MIN_ARITY
 
 REPLAY_KINDS = ("uniform", "prioritized")
 STORAGE_KINDS = ("auto", "transitions", "frames")
-# The edge on which the observation-moments fragment publishes its running moments.
+# The edge on which the observation-moments fragment publishes its running moments. That
+# fragment and the learner it wraps are fragments.normalization's (normalized_observations,
+# standardized, Normalized), imported above so that they stay importable from here too.
 MOMENTS = OBSERVATION_MOMENTS
 
 
@@ -406,80 +411,3 @@ def actor_and_learner(
         cadence=update_rounds(ctx),
     )
     return actor, learner
-
-
-class Normalized(NamedTuple):
-    """An off-policy learner's state with the observation moments its last update used."""
-
-    learner: Any
-    moments: normalization.Moments
-
-
-def normalized_observations(
-    ctx: AlgorithmContext,
-    moments: normalization.ObservationMoments,
-    init: Any,
-    learn: Any,
-    params: Any,
-) -> tuple[Fragment, Any, Any, Any]:
-    """Observation normalisation for an off-policy learner, as Brax's SAC does it.
-
-    Every observation the actors collect is folded, once, into running moments (mean and
-    variance per feature, pooled over a data-parallel run's shards) by a fragment of the learn
-    phase, which publishes them on the edge :data:`MOMENTS` after each rollout, before the
-    updates. Each update standardises its batch's observations and next observations by them,
-    so the wrapped ``learn`` sees standardised observations and needs no change. The learner
-    keeps the moments its last update used beside its own state and publishes them with the
-    actor's parameters, ``{"params": params(state), "observation_moments": moments}``, so the
-    exploring actor, evaluation and checkpoints act on what the networks were trained on
-    (:func:`standardized` unpacks them).
-
-    Returns ``(moments fragment, init, learn, params)``: the wrapped learner functions.
-    """
-
-    def fold_in(state, inputs, key):
-        del key
-        return moments.update(state, inputs[TRAJECTORY].observation, ctx.pool), {}
-
-    statistics = fragment(
-        MOMENTS,
-        Role.TRANSFORM,
-        fold_in,
-        init=lambda key: moments.init(),
-        inputs=(TRAJECTORY,),
-        publish=lambda state: {MOMENTS: state},
-        published=(MOMENTS,),
-    )
-
-    def init_normalized(key):
-        return Normalized(init(key), moments.init())
-
-    def learn_normalized(state: Normalized, inputs, key):
-        current = inputs[MOMENTS]
-        sample = inputs[BATCH]
-        exp = sample.transitions
-        exp = exp._replace(
-            observation=moments.standardize(current, exp.observation),
-            next_observation=moments.standardize(current, exp.next_observation),
-        )
-        batch = sample._replace(transitions=exp)
-        learner, outputs = learn(state.learner, {**inputs, BATCH: batch}, key)
-        return Normalized(learner, current), outputs
-
-    def params_normalized(state: Normalized):
-        return {"params": params(state.learner), normalization.COLLECTION: state.moments}
-
-    return statistics, init_normalized, learn_normalized, params_normalized
-
-
-def standardized(
-    moments: normalization.ObservationMoments | None, params: Any, observation: jax.Array
-) -> tuple[Any, jax.Array]:
-    """``(network parameters, observations as the networks see them)`` from the parameters an
-    off-policy learner publishes: as they are without ``moments``; with them, unpacked from
-    :func:`normalized_observations`' ``{"params", "observation_moments"}``, the observations
-    standardised by the moments published there."""
-    if moments is None:
-        return params, observation
-    current = params[normalization.COLLECTION]
-    return params["params"], moments.standardize(current, observation)
