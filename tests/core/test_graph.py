@@ -6,42 +6,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.config import resolve
-from jaxrl_fdg.core.fragment import call, published
 from jaxrl_fdg.policies.fusion import PROGRAMS
-
-
-def _identity(state, inputs, key):
-    return state, {"y": inputs["x"]}
-
-
-def test_fragment_rejects_bad_declarations():
-    with pytest.raises(ValueError, match="identifier"):
-        rl.fragment("not a name", "actor", _identity)
-    with pytest.raises(ValueError, match="unknown fragment role 'critic'.*actor"):
-        rl.fragment("f", "critic", _identity)
-    with pytest.raises(ValueError, match="duplicate inputs"):
-        rl.fragment("f", "actor", _identity, inputs=("x", "x"))
-    with pytest.raises(ValueError, match="unknown site 'gpu'; valid: device, host"):
-        rl.fragment("f", "actor", _identity, site="gpu")
-    assert rl.fragment("f", "env", _identity, site="host").site is rl.Site.HOST
-    with pytest.warns(DeprecationWarning, match="use site="):
-        old = rl.fragment("f", "env", _identity, placement="host")
-    with pytest.warns(DeprecationWarning, match="Fragment.site"):
-        assert old.placement == "host"
-
-
-def test_call_checks_inputs_and_outputs():
-    frag = rl.fragment("f", "actor", _identity, inputs=("x",), outputs=("y",))
-    _, out = call(frag, (), {"x": 1, "unused": 2}, jax.random.key(0))
-    assert out == {"y": 1}
-    with pytest.raises(ValueError, match=r"needs input edge\(s\) \['x'\]"):
-        call(frag, (), {}, jax.random.key(0))
-    liar = rl.fragment("g", "actor", _identity, inputs=("x",), outputs=("z",))
-    with pytest.raises(ValueError, match="declared outputs \\['z'\\] but produced \\['y'\\]"):
-        call(liar, (), {"x": 1}, jax.random.key(0))
-    silent = rl.fragment("h", "learner", _identity, publish=lambda s: {"p": s}, published=("q",))
-    with pytest.raises(ValueError, match="published"):
-        published(silent, 0)
 
 
 def _ppo_loop(**changes):

@@ -1,16 +1,14 @@
-"""The evaluation fragment and ``jaxrl-fdg evaluate``: deterministic, mode-independent, and
-without effect on what training computes."""
+"""Evaluation during and after training (``jaxrl_fdg.run.evaluation``) and ``jaxrl-fdg
+evaluate``: deterministic, mode-independent, and without effect on what training computes (the
+evaluation fragment itself: tests/core/test_evaluation.py)."""
 
 import json
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import envs
-from jaxrl_fdg.core.evaluation import evaluator
 
 DQN = rl.TrainConfig(
     algo="dqn",
@@ -23,20 +21,6 @@ DQN = rl.TrainConfig(
     eval_episodes=5,
     hparams={"learning_starts": 32, "batch_size": 16, "buffer_size": 128},
 )
-
-
-def test_evaluator_plays_whole_episodes_of_a_fixed_policy():
-    env, params = envs.make("CartPole-v1")
-    frag = evaluator(env, params, lambda p, obs: jnp.zeros(obs.shape[0], jnp.int32), episodes=6)
-    _, out = frag.apply(rl.EmptyState(), {"params": None}, jax.random.key(0))
-    # Always pushing left ends a CartPole episode within a dozen steps; reward 1 per step.
-    assert 5 <= float(out["eval_length"]) <= 15
-    np.testing.assert_allclose(out["eval_return"], out["eval_length"])
-    # Each episode is played to its end and counted once.
-    pendulum, p_params = envs.make("Pendulum-v1")
-    frag = evaluator(pendulum, p_params, lambda p, obs: jnp.zeros((obs.shape[0], 1)), episodes=3)
-    _, out = frag.apply(rl.EmptyState(), {"params": None}, jax.random.key(0))
-    assert float(out["eval_length"]) == 200  # Pendulum is only ever truncated, at 200 steps
 
 
 def _rows(path):
