@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jaxrl_fdg import envs, plugins, policies, tuning, validate
 from jaxrl_fdg.config import loggers
@@ -24,6 +24,10 @@ from jaxrl_fdg.core.lagged import POLICY_LAGS
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
 from jaxrl_fdg.tuning import Distribution, is_search
+
+if TYPE_CHECKING:
+    from jaxrl_fdg.envs import Environment
+    from jaxrl_fdg.envs.host import HostSimulator
 
 SEED_MAX = 2**32 - 1
 
@@ -43,9 +47,9 @@ class Resolved(NamedTuple):
 
     config: TrainConfig
     spec: AlgorithmSpec
-    hparams: Any
-    env: Any
-    env_params: Any
+    hparams: Any  # the spec's hyperparameter dataclass
+    env: Environment | HostSimulator
+    env_params: Any  # the environment's params pytree (None for a host simulator)
     context: AlgorithmContext
     sweep: dict[str, tuple[float, ...]]
     lanes: tuple[Lane, ...]

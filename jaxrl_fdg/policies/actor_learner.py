@@ -29,6 +29,7 @@ from typing import Any
 
 import jax
 
+from jaxrl_fdg.core.names import BATCH, BATCH_SLOTS, ENV_STEPS, TD_ERROR, TRAJECTORY
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState, Pending
 from jaxrl_fdg.errors import ConfigError
@@ -37,6 +38,9 @@ from jaxrl_fdg.policies.plan import Plan
 from jaxrl_fdg.profiling.timers import Timings
 
 DEVICES = 2  # one for the actors, one for the learner
+# What the learner's side may read besides its own edges: what crosses to its device each
+# iteration (the trajectory), the loop's counters, and what its own replay's calls write.
+CROSSING = frozenset({TRAJECTORY, ENV_STEPS, BATCH, BATCH_SLOTS, TD_ERROR})
 
 
 def check(loop: Loop) -> None:
@@ -49,7 +53,7 @@ def check(loop: Loop) -> None:
         if frag.name not in side:
             continue
         reads = {e for m in (frag.method("apply"), *frag.methods) for e in m.inputs}
-        foreign = reads - own - {"trajectory", "batch", "env_steps", "td_error"}
+        foreign = reads - own - CROSSING
         if foreign:
             raise ConfigError(
                 f"placement actor_learner: {frag.name!r} reads "
