@@ -8,7 +8,7 @@ data_parallel: a batched QR waiting on a full pool") has the mechanism and the f
 
 A round passes when its process exits 0 before the deadline; a hang shows as a timeout, and the
 script then stops with exit 1. It is outside CI: the suite runs each case once
-(tests/policies/test_seeds.py, tests/policies/test_gradient_path.py).
+(tests/policies/test_replication.py, tests/policies/test_gradient_path.py).
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ asynchronously, and bad input."""
 import textwrap
 
 import jax
-import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer
@@ -16,8 +16,9 @@ from jaxrl_fdg.run.checkpoint import Checkpointer
 _SCRIPT = textwrap.dedent(
     """
     import json, sys
-    import jax, numpy as np
+    import jax
     import jaxrl_fdg as rl
+    from jaxrl_fdg import testing
     from jaxrl_fdg.policies.actor_learner import ActorLearnerPlan
     from jaxrl_fdg.config import resolve
 
@@ -27,11 +28,8 @@ _SCRIPT = textwrap.dedent(
         "impala": {},
     }
 
-    def leaves(result):
-        return jax.tree.leaves(result.state.fragments)
-
     def same(a, b):
-        return all(np.array_equal(x, y) for x, y in zip(leaves(a), leaves(b)))
+        return not testing.differences(a.state.fragments, b.state.fragments)
 
     report = {}
     for algo in json.loads(sys.argv[1]):
@@ -51,10 +49,7 @@ _SCRIPT = textwrap.dedent(
             "lagged_step_equals_scan": same(lagged_step, lagged_scan),
             "lag_changes_result": not same(lagged_scan, single),
             "policy_lag": lagged_split.metrics["policy_lag"].tolist(),
-            "metrics_equal": all(
-                np.array_equal(lagged_split.metrics[k], lagged_scan.metrics[k])
-                for k in lagged_scan.metrics
-            ),
+            "metrics_equal": not testing.differences(lagged_split.metrics, lagged_scan.metrics),
         }
 
     # Where the programs run: the rollout on device 0, the learner on device 1. The configuration
@@ -184,9 +179,4 @@ def test_a_lagged_run_checkpoints_its_pending_rollout(tmp_path):
         restored = checkpointer.restore(template)
     finally:
         checkpointer.close()
-    for a, b in zip(jax.tree.leaves(result.state), jax.tree.leaves(restored), strict=True):
-        np.testing.assert_array_equal(_data(a), _data(b))
-
-
-def _data(x):
-    return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+    testing.assert_same_bits(restored, result.state)

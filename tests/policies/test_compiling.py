@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.policies import compiling
 from jaxrl_fdg.profiling import Timings, summarize
@@ -43,7 +44,7 @@ def test_compiled_together_equals_compiled_one_by_one(config, mode):
     reference = one_by_one.init(jax.random.key(3))
     one_by_one.compile(reference, extra)
     a, b = _advance(together, state, keys), _advance(one_by_one, reference, keys)
-    jax.tree.map(np.testing.assert_array_equal, a, b)
+    testing.assert_same_bits(a, b)
     assert set(together.compiled) == set(one_by_one.compiled) >= {"init", "evaluate"}
     # Each program's own compile time is kept; the run's compile time is what it waited.
     scopes = together.timings.scopes

@@ -2,7 +2,7 @@
 (``jaxrl_fdg.policies.distributed``): each process has 2 forced CPU devices, the mesh spans all 4,
 and gradients are averaged by a cross-process all-reduce (gloo over TCP). It must compute what one
 process with 4 shards computes (the vmap backend, the reference of
-tests/policies/test_placement.py), and only process 0 writes the run folder. Plus the process
+tests/policies/test_data_parallel.py), and only process 0 writes the run folder. Plus the process
 fields' validation, which needs no second process."""
 
 import json

@@ -63,7 +63,7 @@ def test_every_registered_algorithm_is_covered():
 
 
 # SAC (a learned temperature, a critic ensemble, target networks) in the default tier, the others
-# in the slow tier: the default tier's tests/policies/test_placement.py already checks PPO's and
+# in the slow tier: the default tier's tests/policies/test_data_parallel.py already checks PPO's and
 # DQN's learner copies stay identical on 4 sharded devices.
 DEFAULT_TIER = ("sac",)
 

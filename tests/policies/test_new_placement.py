@@ -3,12 +3,11 @@ CPU device while the rollout runs on the default device, written in this file al
 run through ``rl.train`` and refused, by its declaration alone, where it does not apply."""
 
 import jax
-import numpy as np
 import pytest
 from jax.sharding import SingleDeviceSharding
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import policies
+from jaxrl_fdg import policies, testing
 from jaxrl_fdg.policies import BasePlacement, EnvKind, Supports
 from jaxrl_fdg.policies.plan import Plan
 
@@ -65,16 +64,11 @@ BASE = rl.TrainConfig(
 )
 
 
-def _leaves(result):
-    return jax.tree.leaves(jax.tree.map(np.asarray, result.state.fragments))
-
-
 def test_a_registered_placement_runs_and_computes_the_single_run(learner_on_host):
     moved = rl.train(BASE.replace(placement="learner_on_host"))
     alone = rl.train(BASE)
     assert moved.summary["iterations"] == alone.summary["iterations"] == 3
-    for a, b in zip(_leaves(moved), _leaves(alone), strict=True):
-        np.testing.assert_array_equal(a, b)
+    testing.assert_same_bits(moved.state.fragments, alone.state.fragments)
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ print("EQUAL")
 
 @pytest.mark.slow  # the default tier: a random search's lane equals its point alone
 def test_each_lane_of_a_sweep_equals_its_run_alone():
-    # A subprocess with a deadline, as in test_seeds.py: a hang fails the test.
+    # A subprocess with a deadline, as in test_replication.py: a hang fails the test.
     out = subprocess.run(
         [sys.executable, "-c", _EQUALITY], capture_output=True, text=True, timeout=300
     )

@@ -1,0 +1,188 @@
+"""The fusion-mode sweep that test_fusion.py (on-policy algorithms) and test_fusion_offpolicy.py
+(off-policy ones) run, each over its own algorithms (its ``SWEPT``) so that the two files, and
+their compiles, go to different test workers: every fusion mode computes the same thing for every
+registered algorithm, and nothing recompiles after the first iteration. Here: the tiny
+configuration of each, the runs (fixtures ``results`` and ``eager``, parametrized over a file's
+``SWEPT``) and the comparisons (fixture ``sweep``)."""
+
+import logging
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+
+import jaxrl_fdg as rl
+from jaxrl_fdg import testing
+from jaxrl_fdg.config import resolve
+from jaxrl_fdg.profiling import compile_count
+
+SMALL = rl.TrainConfig(total_steps=2 * 8 * 3, num_envs=2, rollout_len=8, out=None, progress=False)
+# One tiny configuration per registered algorithm, plus variants that run another program (their
+# `algo` names the algorithm). Every registered algorithm must appear here
+# (test_every_algorithm_is_swept), so none can skip the equivalence tests. Off-policy ones
+# warm up for the first iteration and update in the next two, so both branches of the loop run.
+_OFF_POLICY = {"learning_starts": 16, "batch_size": 8, "buffer_size": 64, "utd_ratio": 0.125}
+TINY = {
+    "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
+    # Recurrent PPO: the actor's memory in the rollout carry, minibatches of whole sequences.
+    "ppo_gru": dict(
+        algo="ppo",
+        hparams={
+            "num_minibatches": 2,
+            "update_epochs": 2,
+            "hidden_sizes": (16,),
+            "memory": "gru",
+            "memory_size": 8,
+        },
+    ),
+    "a2c": dict(),
+    "impala": dict(),
+    "dqn": dict(hparams={**_OFF_POLICY, "hidden_sizes": (16,), "n_step": 3}),
+    "c51": dict(
+        hparams={**_OFF_POLICY, "hidden_sizes": (16,), "num_atoms": 11, "replay": "prioritized"}
+    ),
+    "pqn": dict(hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)}),
+    "sac": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
+    "td3": dict(env="Pendulum-v1", hparams={**_OFF_POLICY, "replay": "prioritized"}),
+    "ddpg": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
+}
+
+
+# Which test file runs each entry of TINY.
+ON_POLICY = ("a2c", "impala", "ppo", "ppo_gru", "pqn")  # test_fusion.py
+OFF_POLICY = ("c51", "ddpg", "dqn", "sac", "td3")  # test_fusion_offpolicy.py
+
+
+class _Messages(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def _run(algo, mode):
+    """Init, compile, one iteration, then two more; return state, metrics and what compiled late."""
+    loop = rl.build_loop(resolve(SMALL.replace(**{"algo": algo, "fusion": mode, **TINY[algo]})))
+    plan = rl.make_plan(mode, loop, chunk=2)
+    state = plan.init(jax.random.key(7))
+    plan.compile(state)
+    state, pending = plan.advance(state, 1)
+    first = plan.collect(pending)
+    before = compile_count()
+    handler, root = _Messages(), logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            state, pending = plan.advance(state, 2)  # scan: a 2-iteration chunk, same program
+            rest = plan.collect(pending)
+            jax.block_until_ready(state)
+    finally:
+        root.removeHandler(handler)
+    late = [m for m in handler.messages if m.startswith("Compiling")]
+    metrics = {k: np.concatenate([first[k], rest[k]]) for k in first}
+    return state, metrics, compile_count() - before, late
+
+
+# Algorithms whose compiled modes agree bit for bit on CPU. In the others XLA rounds some float32
+# arithmetic differently depending on what else is in a program: inside a fused rollout,
+# Pendulum's observation θ̇ can differ by one ulp from the same step's state θ̇ (computed twice),
+# which SAC's programs expose in step mode. Results then agree to rounding, not exactly.
+BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "c51", "pqn"}
+
+
+# Eager mode compiles every op on first use (537 programs for PPO): 40 to 55 s per algorithm on a
+# cold cache. PPO runs it in the default tier, the others in the slow tier; eager mode's own code
+# (the step plan's loop with jit disabled) is the same for every algorithm.
+EAGER_DEFAULT = ("ppo",)
+
+
+# The compiled-mode sweep of A2C, C51, TD3 and DDPG is in the slow tier: each shares its module's
+# code (actor_critic, the Q-learning machinery of dqn, continuous) with PPO, DQN and SAC, which the
+# default tier sweeps, and CI runs both tiers. So is recurrent PPO's (50 s cold): the default tier
+# checks its learner against its actor bit for bit and its resume (test_recurrent, test_checkpoint).
+COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru")
+
+
+def algo_params(algos):
+    """``algo``'s parameters: each of ``algos``, in the slow tier if in COMPILED_SLOW."""
+    return [pytest.param(a, marks=pytest.mark.slow if a in COMPILED_SLOW else ()) for a in algos]
+
+
+def eager_params(algos):
+    """``eager``'s parameters: each of ``algos``, in the slow tier unless in EAGER_DEFAULT."""
+    return [pytest.param(a, marks=() if a in EAGER_DEFAULT else pytest.mark.slow) for a in algos]
+
+
+def pytest_generate_tests(metafunc):
+    """In a module that names the algorithms it sweeps (``SWEPT``), ``algo`` and
+    ``eager_algo`` run over them (each in the slow tier or not, as above)."""
+    swept = getattr(metafunc.module, "SWEPT", None)
+    if swept is None:
+        return
+    if "algo" in metafunc.fixturenames:
+        metafunc.parametrize("algo", algo_params(swept), scope="module")
+    if "eager_algo" in metafunc.fixturenames:
+        metafunc.parametrize("eager_algo", eager_params(swept), scope="module")
+
+
+@pytest.fixture(scope="module")
+def results(algo):
+    """One run per compiled mode of ``algo``: ``{mode: (state, metrics, late compiles, their
+    messages)}``."""
+    return {mode: _run(algo, mode) for mode in rl.FUSION_MODES if mode != "eager"}
+
+
+@pytest.fixture(scope="module")
+def eager(eager_algo):
+    """The scan run and the eager run of ``eager_algo``, as ``results``."""
+    return {mode: _run(eager_algo, mode) for mode in ("scan", "eager")}
+
+
+def same_state(state, reference, tol: dict | None = None) -> None:
+    """Every fragment's state the same bits (``tol`` ``None``), or the same within ``tol``
+    (``np.testing.assert_allclose``'s ``rtol`` and ``atol``); 3 iterations done."""
+    if tol is None:
+        testing.assert_same_bits(state.fragments, reference.fragments)
+    else:
+        jax.tree.map(
+            lambda a, b: np.testing.assert_allclose(a, b, **tol),
+            state.fragments,
+            reference.fragments,
+        )
+    assert int(state.iteration) == 3
+
+
+def same_metrics(metrics, reference) -> None:
+    """The same metrics, each of the 3 iterations, to float32 rounding."""
+    assert sorted(metrics) == sorted(reference)
+    for key in reference:
+        assert metrics[key].shape == (3,)
+        np.testing.assert_allclose(metrics[key], reference[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def same_keys_and_observations(state, reference) -> None:
+    """The same key stream, bit for bit, and the same observations to float32 rounding."""
+    testing.assert_same_bits(state.key, reference.key)
+    np.testing.assert_allclose(
+        state.fragments["env"].observation,
+        reference.fragments["env"].observation,
+        rtol=1e-5,
+        atol=1e-6,
+    )
+
+
+@pytest.fixture(scope="session")
+def sweep():
+    """The sweep's tables and comparisons, for the test files that run it."""
+    return SimpleNamespace(
+        TINY=TINY,
+        ON_POLICY=ON_POLICY,
+        OFF_POLICY=OFF_POLICY,
+        BIT_EXACT=BIT_EXACT,
+        same_state=same_state,
+        same_metrics=same_metrics,
+        same_keys_and_observations=same_keys_and_observations,
+    )
