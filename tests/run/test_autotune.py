@@ -4,11 +4,10 @@ the run it makes is the run that mode (and placement) makes when chosen by hand.
 import io
 import textwrap
 
-import jax
-import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.config.resolve import auto_placements
 from jaxrl_fdg.errors import ConfigError
@@ -17,17 +16,13 @@ from jaxrl_fdg.run import autotune
 
 def _assert_same_run(a: rl.RunResult, b: rl.RunResult, fragments=None) -> None:
     """The same state (of ``fragments`` alone, when named) and the same metrics."""
-    state_a, state_b = a.state, b.state
-    if fragments is not None:
-        state_a = [a.state.fragments[name] for name in fragments]
-        state_b = [b.state.fragments[name] for name in fragments]
-    for x, y in zip(jax.tree.leaves(state_a), jax.tree.leaves(state_b), strict=True):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            x, y = jax.random.key_data(x), jax.random.key_data(y)
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-    assert sorted(a.metrics) == sorted(b.metrics)
-    for name in b.metrics:
-        np.testing.assert_array_equal(a.metrics[name], b.metrics[name], err_msg=name)
+    if fragments is None:
+        testing.assert_same_bits(a, b)
+    else:
+        testing.assert_same_bits(
+            ({n: a.state.fragments[n] for n in fragments}, a.metrics),
+            ({n: b.state.fragments[n] for n in fragments}, b.metrics),
+        )
 
 
 def test_auto_runs_what_the_chosen_mode_runs_by_hand(tiny):
@@ -119,8 +114,8 @@ def test_placement_auto_names_each_placements_reason_when_none_runs(tiny):
 _DEVICES_SCRIPT = textwrap.dedent(
     """
     import json
-    import jax, numpy as np
     import jaxrl_fdg as rl
+    from jaxrl_fdg import testing
 
     base = rl.TrainConfig(
         total_steps=4 * 16 * 5, num_envs=4, rollout_len=16, out=None, progress=False,
@@ -129,10 +124,8 @@ _DEVICES_SCRIPT = textwrap.dedent(
     auto = rl.train(base.replace(placement="auto"))
     report = auto.summary["auto"]
     by_hand = rl.train(base.replace(placement=report["placement"], devices=report["devices"]))
-    pairs = zip(jax.tree.leaves(auto.state.fragments), jax.tree.leaves(by_hand.state.fragments))
-    same = all(np.array_equal(x, y) for x, y in pairs)
-    metrics = all(np.array_equal(auto.metrics[k], by_hand.metrics[k]) for k in by_hand.metrics)
-    report["same"] = same and metrics
+    same = testing.differences(auto.state.fragments, by_hand.state.fragments)
+    report["same"] = not same and not testing.differences(auto.metrics, by_hand.metrics)
     print("REPORT", json.dumps(report))
     """
 )

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.core.env_fragment import env_fragment
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.envs import make
@@ -32,13 +33,6 @@ def _env_state(backend: str, **options):
         return LoopState({"env": state}, jax.random.key(seed), jnp.zeros((), jnp.int32))
 
     return loop_state
-
-
-def _leaves(state: LoopState) -> list[tuple[str, np.ndarray]]:
-    """``(path, array)`` for every leaf, the key stream as its raw key data."""
-    raw = state._replace(key=jax.random.key_data(state.key))
-    leaves = jax.tree_util.tree_leaves_with_path(raw)
-    return [(jax.tree_util.keystr(path), np.asarray(x)) for path, x in leaves]
 
 
 def _identical(a: np.ndarray, b: np.ndarray) -> bool:
@@ -67,8 +61,8 @@ def test_restore_returns_every_leaf_of_a_brax_state_bit_for_bit(tmp_path, backen
     checkpointer.close()
 
     assert jax.tree.structure(restored) == jax.tree.structure(saved)
-    got, want, other = _leaves(restored), _leaves(saved), _leaves(like)
-    for (path, x), (_, y), (_, z) in zip(got, want, _leaves(from_shapes), strict=True):
+    got, want, other = testing.leaves(restored), testing.leaves(saved), testing.leaves(like)
+    for (path, x), (_, y), (_, z) in zip(got, want, testing.leaves(from_shapes), strict=True):
         assert _identical(x, y), f"{backend}: leaf {path} differs after restore"
         assert _identical(z, y), f"{backend}: leaf {path} differs after a restore from shapes"
     # The state from the other key differs, so the equality above came from the checkpoint.
@@ -117,7 +111,7 @@ def test_resumed_brax_run_equals_uninterrupted_bit_for_bit(tmp_path):
     resumed = rl.train(part, resume=tmp_path / "part")
 
     assert int(resumed.state.iteration) == 4 and len(resumed.metrics["loss"]) == 2
-    got, want = _leaves(resumed.state), _leaves(full.state)
+    got, want = testing.leaves(resumed.state), testing.leaves(full.state)
     assert [p for p, _ in got] == [p for p, _ in want]
     for (path, x), (_, y) in zip(got, want, strict=True):
         assert _identical(x, y), f"leaf {path} differs from the uninterrupted run"

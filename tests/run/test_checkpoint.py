@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, find_non_finite
 
 # Off-policy on purpose: the checkpoint must carry the replay buffer, priorities, target network,
@@ -33,10 +34,6 @@ DQN = rl.TrainConfig(
 )
 
 
-def _assert_same(a, b):
-    jax.tree.map(np.testing.assert_array_equal, a, b)
-
-
 def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
     full = rl.train(DQN.replace(out=str(tmp_path), run_name="full"))
     rl.train(DQN.replace(out=str(tmp_path), run_name="part"))
@@ -46,8 +43,7 @@ def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
     for late in ("8", "12"):
         shutil.rmtree(checkpoints / late)
     resumed = rl.train(DQN.replace(out=str(tmp_path), run_name="part"), resume=tmp_path / "part")
-    _assert_same(resumed.state.fragments, full.state.fragments)
-    _assert_same(jax.random.key_data(resumed.state.key), jax.random.key_data(full.state.key))
+    testing.assert_same_bits(resumed.state, full.state)
     assert int(resumed.state.iteration) == 12 and len(resumed.metrics["loss"]) == 8
     # The rows logged after iteration 4 were replaced, not duplicated.
     rows = [json.loads(line) for line in (tmp_path / "part" / "metrics.jsonl").open()]
@@ -81,12 +77,12 @@ def test_a_donated_state_computes_the_same_and_resumes(tmp_path, monkeypatch, fu
     plan.advance(state, 1)
     assert all(x.is_deleted() for x in jax.tree.leaves(state.fragments["replay"]))
     donated = rl.train(config.replace(run_name="donated"))
-    _assert_same(donated.state.fragments, kept.state.fragments)
+    testing.assert_same_bits(donated.state.fragments, kept.state.fragments)
     checkpoints = tmp_path / "donated" / "checkpoints"
     for late in ("8", "12"):
         shutil.rmtree(checkpoints / late)
     resumed = rl.train(config.replace(run_name="donated"), resume=tmp_path / "donated")
-    _assert_same(resumed.state.fragments, kept.state.fragments)
+    testing.assert_same_bits(resumed.state.fragments, kept.state.fragments)
 
 
 # Slow tier: recurrent PPO × resume (the default tier resumes feed-forward runs bit for bit, and
@@ -94,7 +90,7 @@ def test_a_donated_state_computes_the_same_and_resumes(tmp_path, monkeypatch, fu
 @pytest.mark.slow
 def test_recurrent_resume_equals_uninterrupted(tmp_path):
     # The actor's memory of each environment is part of the state a resume must restore. The
-    # sizes are those of the recurrent PPO of tests/policies/fusion_sweep.py.
+    # sizes are those of the recurrent PPO of tests/policies/conftest.py.
     config = rl.TrainConfig(
         total_steps=2 * 8 * 3,
         num_envs=2,
@@ -116,8 +112,7 @@ def test_recurrent_resume_equals_uninterrupted(tmp_path):
         shutil.rmtree(tmp_path / "part" / "checkpoints" / late)
     resumed = rl.train(config.replace(out=str(tmp_path), run_name="part"), resume=tmp_path / "part")
     assert float(np.abs(full.state.fragments["actor"].memory).max()) > 0
-    _assert_same(resumed.state.fragments, full.state.fragments)
-    _assert_same(jax.random.key_data(resumed.state.key), jax.random.key_data(full.state.key))
+    testing.assert_same_bits(resumed.state, full.state)
 
 
 def test_keep_bounds_the_number_of_checkpoints(tmp_path):

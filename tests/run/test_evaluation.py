@@ -4,11 +4,10 @@ evaluation fragment itself: tests/core/test_evaluation.py)."""
 
 import json
 
-import jax
-import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 
 DQN = rl.TrainConfig(
     algo="dqn",
@@ -31,7 +30,7 @@ def test_evaluation_changes_nothing_and_is_the_same_in_every_mode(tmp_path):
     plain = rl.train(DQN.replace(out=None, eval_every=0))
     scan = rl.train(DQN.replace(out=str(tmp_path), run_name="scan"))
     rl.train(DQN.replace(out=str(tmp_path), run_name="step", fusion="step"))
-    jax.tree.map(np.testing.assert_array_equal, scan.state.fragments, plain.state.fragments)
+    testing.assert_same_bits(scan.state.fragments, plain.state.fragments)
     scan_rows, step_rows = _rows(tmp_path / "scan"), _rows(tmp_path / "step")
     evaluated = [r["iteration"] for r in scan_rows if r["eval_return"] is not None]
     assert evaluated == [4, 8]  # every 64 env steps = 4 iterations

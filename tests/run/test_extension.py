@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.cli import main
 from jaxrl_fdg.config import load
 from jaxrl_fdg.run import extension
@@ -37,11 +38,6 @@ DQN = rl.TrainConfig(
 CLOCKS = ("wall_s", "steps_per_s")
 
 
-def _same_state(a, b):
-    jax.tree.map(np.testing.assert_array_equal, a.fragments, b.fragments)
-    np.testing.assert_array_equal(jax.random.key_data(a.key), jax.random.key_data(b.key))
-
-
 def _rows(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "metrics.jsonl").open()]
 
@@ -63,7 +59,7 @@ def test_an_extended_run_equals_the_run_started_with_its_budget(tmp_path):
     config = PPO.replace(hparams={**PPO.hparams, "anneal_lr": False})  # no schedule
     straight = rl.train(config.replace(out=str(tmp_path), run_name="full", total_steps=7 * PER))
     _, extended, before = _extend(config, tmp_path, 7 * PER)
-    _same_state(extended.state, straight.state)
+    testing.assert_same_bits(extended.state, straight.state)
     part, full = tmp_path / "part", tmp_path / "full"
     assert _computed(_rows(part)) == _computed(_rows(full))
     # The rows written before the extension are the same lines, untouched.
@@ -89,7 +85,7 @@ def test_an_extended_schedule_keeps_the_horizon_it_ran_under(tmp_path, config, c
     )
     straight = rl.train(horizon)
     first, extended, before = _extend(config, tmp_path, budget)
-    _same_state(extended.state, straight.state)
+    testing.assert_same_bits(extended.state, straight.state)
     part = tmp_path / "part"
     assert _computed(_rows(part)) == _computed(_rows(tmp_path / "full"))
     assert (part / "metrics.jsonl").read_text().splitlines()[: len(before)] == before
@@ -111,7 +107,7 @@ def test_an_extended_run_of_several_seeds_equals_the_run_started_with_its_budget
     config = PPO.replace(num_seeds=2, hparams={**PPO.hparams, "anneal_lr": False})
     straight = rl.train(config.replace(out=str(tmp_path), run_name="full", total_steps=5 * PER))
     _, extended, _ = _extend(config, tmp_path, 5 * PER)
-    _same_state(extended.state, straight.state)
+    testing.assert_same_bits(extended.state, straight.state)
     for lane in ("seed-0", "seed-1"):
         rows = _computed(_rows(tmp_path / "part" / lane))
         assert rows == _computed(_rows(tmp_path / "full" / lane)) and len(rows) == 5

@@ -5,12 +5,10 @@ takes for the same runs, and that a resume keeps."""
 import json
 import shutil
 
-import jax
-import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import plots
+from jaxrl_fdg import plots, testing
 from jaxrl_fdg.cli import main
 from jaxrl_fdg.run import lanes
 
@@ -46,7 +44,7 @@ def both(tmp_path_factory):
 
 def test_more_lanes_than_the_limit_write_one_table_that_reads_as_the_folders(both):
     out, folders, table = both
-    jax.tree.map(np.testing.assert_array_equal, table.state.fragments, folders.state.fragments)
+    testing.assert_same_bits(table.state.fragments, folders.state.fragments)
     assert sorted(p.name for p in (out / "table").iterdir() if p.is_dir()) == ["checkpoints"]
     index = json.loads((out / "table" / lanes.INDEX).read_text())["lanes"]
     assert [(lane["lane"], lane["seed"]) for lane in index] == [(i, i % 3) for i in range(6)]
@@ -70,7 +68,7 @@ def test_a_run_with_a_table_resumes_and_keeps_its_layout(both, tmp_path, monkeyp
     shutil.rmtree(run / "checkpoints" / "4")  # as if it had died after iteration 2's checkpoint
     monkeypatch.setattr(lanes, "LANE_FOLDERS_MAX", 64)  # the layout is the run's, not the limit's
     resumed = rl.train(SWEEP.replace(out=str(tmp_path), run_name="table"), resume=run)
-    jax.tree.map(np.testing.assert_array_equal, resumed.state.fragments, table.state.fragments)
+    testing.assert_same_bits(resumed.state.fragments, table.state.fragments)
     assert sorted(p.name for p in run.iterdir() if p.is_dir()) == ["checkpoints"]
     rows = [json.loads(line) for line in (run / f"{lanes.TABLE}.jsonl").open()]
     assert [(r["iteration"], r["lane"]) for r in rows] == [

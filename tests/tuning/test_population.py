@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import lineage
+from jaxrl_fdg import lineage, testing
 from jaxrl_fdg.cli import main
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.errors import ConfigError
@@ -49,10 +49,6 @@ DQN = rl.TrainConfig(
     },
     num_lanes=4,
 )
-
-
-def _assert_same(a, b):
-    jax.tree.map(np.testing.assert_array_equal, a, b)
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +219,7 @@ def test_a_population_resumes_bit_for_bit(tmp_path):
     for late in [p for p in checkpoints.iterdir() if p.name.isdigit() and int(p.name) > 2]:
         shutil.rmtree(late)
     resumed = rl.train(config.replace(run_name="part"), resume=tmp_path / "part")
-    _assert_same(resumed.state.fragments, full.state.fragments)
+    testing.assert_same_bits(resumed.state.fragments, full.state.fragments)
 
 
 def test_a_random_search_draws_its_lanes_from_the_seed():
@@ -387,7 +383,7 @@ def test_successive_halving_resumes_bit_for_bit(tmp_path, halving_run):
     for late in [p for p in checkpoints.iterdir() if p.name.isdigit() and int(p.name) > 3]:
         shutil.rmtree(late)
     resumed = rl.train(config, resume=tmp_path / "part")
-    _assert_same(resumed.state.fragments, halving_run.state.fragments)
+    testing.assert_same_bits(resumed.state.fragments, halving_run.state.fragments)
 
 
 @pytest.mark.parametrize("fusion", ["step", pytest.param("fragment", marks=pytest.mark.slow)])
