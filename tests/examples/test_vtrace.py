@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import plugins
+from jaxrl_fdg import plugins, testing
 
 VTRACE = Path(__file__).resolve().parents[2] / "examples" / "vtrace.py"
 MODULE = plugins.import_module(str(VTRACE), "examples/vtrace.py")  # as --algo loads it
@@ -41,21 +41,11 @@ def runs():
     return get
 
 
-def _data(tree):
-    return jax.tree.map(
-        lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x,
-        tree,
-    )
-
-
 @pytest.mark.parametrize(
     "mode", ["step", "fragment", pytest.param("iteration", marks=pytest.mark.slow)]
 )
 def test_same_bits_as_scan(runs, mode):
-    run, scan = runs(mode), runs("scan")
-    jax.tree.map(np.testing.assert_array_equal, _data(run.state), _data(scan.state))
-    for key, values in scan.metrics.items():
-        np.testing.assert_array_equal(run.metrics[key], values, err_msg=key)
+    testing.assert_same_bits(runs(mode), runs("scan"), f"{mode} against scan")
 
 
 def test_each_lane_of_two_seeds_is_that_seeds_run(runs):
