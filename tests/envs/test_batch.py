@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg.envs.base as base
-from jaxrl_fdg import envs
+from jaxrl_fdg import envs, testing
 from jaxrl_fdg.envs import EpisodeStatistics
 from jaxrl_fdg.envs.wrapper_base import Wrapper
 
@@ -87,7 +87,7 @@ def test_reset_paths_agree_bit_for_bit(monkeypatch, name, every):
     without_slots = jax.jit(env.step_batch)(jax.random.key(4), state, actions, params)
     eager = env.step_batch(jax.random.key(4), state, actions, params)
     # The jitted paths agree exactly; eager execution may round the dynamics differently.
-    jax.tree.map(np.testing.assert_array_equal, with_slots, without_slots)
+    testing.assert_same_bits(with_slots, without_slots)
     jax.tree.map(
         lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), with_slots, eager
     )
@@ -127,7 +127,7 @@ def test_a_restart_that_copies_is_selected_and_agrees_with_the_gathered_path():
     # The same restart through the gathered slots (the path of a reset that computes).
     env.auto_reset_copies = False
     gathered = jax.jit(env.step_batch)(jax.random.key(4), state, actions, params)
-    jax.tree.map(np.testing.assert_array_equal, selected, gathered)
+    testing.assert_same_bits(selected, gathered)
     # Restarted as a copy, the step is one select: no branch on whether any episode ended.
     env.auto_reset_copies = True
     hlo = jax.jit(env.step_batch).lower(jax.random.key(4), state, actions, params).as_text()

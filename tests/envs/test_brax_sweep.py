@@ -207,6 +207,7 @@ def test_ppo_trains_on_brax_the_same_in_scan_and_step_modes():
     """PPO (continuous actions) through the normal API on brax/inverted_pendulum: two iterations
     of 4 envs × 16 steps, fused into one scan or stepped one environment step per call."""
     import jaxrl_fdg as rl
+    from jaxrl_fdg import testing
 
     config = rl.TrainConfig(
         algo="ppo",
@@ -229,7 +230,7 @@ def test_ppo_trains_on_brax_the_same_in_scan_and_step_modes():
     # inverted_pendulum's observation does not read) were seen to differ, by ~1e-12: XLA fuses
     # that arithmetic differently inside the rollout scan and in the per-step program.
     for name in ("learner", "actor"):
-        jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), step[name], scan[name])
+        testing.assert_same_bits(step[name], scan[name], name)
     jax.tree.map(
         lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
         step["env"],

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import envs
+from jaxrl_fdg import envs, testing
 
 pytest.importorskip("mujoco_playground")
 
@@ -63,28 +63,14 @@ PPO = rl.TrainConfig(
 )
 
 
-def _leaves(state):
-    """``(path, array)`` for every leaf; PRNG keys (ours, and the rng Playground's state carries)
-    as their raw key data."""
-
-    def raw(x):
-        is_key = jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
-        return np.asarray(jax.random.key_data(x) if is_key else x)
-
-    leaves = jax.tree_util.tree_leaves_with_path(state)
-    return [(jax.tree_util.keystr(p), raw(x)) for p, x in leaves]
-
-
 def test_resumed_run_equals_uninterrupted_bit_for_bit(tmp_path):
     full = rl.train(PPO.replace(out=str(tmp_path), run_name="full"))
     rl.train(PPO.replace(out=str(tmp_path), run_name="part"))
     shutil.rmtree(tmp_path / "part" / "checkpoints" / "4")  # as if it died after iteration 2
     resumed = rl.train(PPO.replace(out=str(tmp_path), run_name="part"), resume=tmp_path / "part")
     assert int(resumed.state.iteration) == 4
-    got, want = _leaves(resumed.state), _leaves(full.state)
-    assert [p for p, _ in got] == [p for p, _ in want]
-    for (path, x), (_, y) in zip(got, want, strict=True):
-        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), f"leaf {path} differs"
+    # Every leaf, PRNG keys (ours, and the rng Playground's state carries) by their key data.
+    testing.assert_same_bits(resumed.state, full.state, "resumed against uninterrupted")
 
 
 # Settings after MuJoCo Playground's PPO configuration for the DM Control suite (reward scaling

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from flax import struct
 
+from jaxrl_fdg import testing
 from jaxrl_fdg.envs import Box, CartPole, Environment, Pendulum
 from jaxrl_fdg.envs.wrappers import (
     ClipAction,
@@ -363,7 +364,7 @@ def test_time_limit_and_frame_stack_compose_in_either_order():
         np.testing.assert_array_equal(ts.observation[6][:, 0], ts.observation[6][:, 1])
         np.testing.assert_array_equal(ts.final_observation[6][:, 0], ts.final_observation[5][:, 1])
     # Same dynamics either way: the order of these two wrappers does not matter.
-    jax.tree.map(np.testing.assert_array_equal, runs[0][3], runs[1][3])
+    testing.assert_same_bits(runs[0][3], runs[1][3])
 
 
 def test_statistics_survive_resets_through_outer_wrappers_under_jit_and_vmap():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 from jaxrl_fdg.fragments.normalization import COLLECTION, ObservationMoments
@@ -99,10 +100,8 @@ def test_the_learner_keeps_the_moments_of_every_observation_it_trained_on(normal
 
 def test_fusion_modes_agree_with_normalisation(normalized):
     _, runs = normalized
-    jax.tree.map(
-        np.testing.assert_array_equal,
-        runs["fragment"].state.fragments["learner"],
-        runs["scan"].state.fragments["learner"],
+    testing.assert_same_bits(
+        runs["fragment"].state.fragments["learner"], runs["scan"].state.fragments["learner"]
     )
 
 
@@ -134,7 +133,7 @@ def test_reward_scaling_scales_the_rewards_the_loss_sees(tiny):
     )
     scaled = ac.make_batch(policy, params, traj, dataclasses.replace(ctx.hparams, reward_scaling=3))
     by_hand = ac.make_batch(policy, params, traj._replace(reward=traj.reward * 3), ctx.hparams)
-    jax.tree.map(np.testing.assert_array_equal, scaled, by_hand)
+    testing.assert_same_bits(scaled, by_hand)
 
 
 def test_reward_scaling_leaves_reported_returns_alone(normalized):
@@ -157,6 +156,4 @@ def test_resume_restores_the_moments(normalized, resumed_after_first_iteration):
     # first iteration ends where the uninterrupted run does, bit for bit.
     config, runs = normalized
     resumed = resumed_after_first_iteration(config)
-    jax.tree.map(
-        np.testing.assert_array_equal, resumed.state.fragments, runs["scan"].state.fragments
-    )
+    testing.assert_same_bits(resumed.state.fragments, runs["scan"].state.fragments)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.envs.spaces import Box
@@ -109,8 +110,7 @@ def test_target_policy_smoothing_noise_is_clipped():
 
 
 def _changed(before, after):
-    leaves = zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True)
-    return any(not np.array_equal(a, b) for a, b in leaves)
+    return bool(testing.differences(before, after))
 
 
 @pytest.mark.parametrize("algo, delay", [("td3", 3), ("ddpg", 1)])
@@ -173,11 +173,7 @@ def test_reward_scaling_is_the_same_update_as_scaled_rewards(algo):
     learner, scaled = spec.build(ctx).learner, spec.build(scaled_ctx).learner
     state = learner.init(jax.random.key(0))
     expected = learner.apply(state, {"batch": by_hand}, jax.random.key(1))
-    jax.tree.map(
-        np.testing.assert_array_equal,
-        scaled.apply(state, {"batch": batch}, jax.random.key(1)),
-        expected,
-    )
+    testing.assert_same_bits(scaled.apply(state, {"batch": batch}, jax.random.key(1)), expected)
     unscaled = learner.apply(state, {"batch": batch}, jax.random.key(1))
     assert float(unscaled[1]["metrics"]["critic_loss"]) != float(
         expected[1]["metrics"]["critic_loss"]

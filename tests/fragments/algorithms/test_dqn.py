@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.algorithms.offpolicy import n_step_experience
 from jaxrl_fdg.fragments.networks import QNetwork
-from jaxrl_fdg.testing import first_call
 
 TINY = rl.TrainConfig(
     algo="dqn",
@@ -98,7 +98,7 @@ def test_epsilon_greedy_explores_at_the_given_rate():
 def test_warm_up_acts_at_random_then_epsilon_decays():
     loop = rl.build_loop(resolve(TINY))
     state = loop.init(jax.random.key(0))
-    inputs = first_call(loop, state, jax.random.key(1)).inputs  # the actor's
+    inputs = testing.first_call(loop, state, jax.random.key(1)).inputs  # the actor's
     assert sorted(inputs) == ["observation", "params"]
     q = QNetwork(2, (120, 84)).apply(inputs["params"], inputs["observation"])
     greedy = np.asarray(jnp.argmax(q, -1))
@@ -242,11 +242,8 @@ def test_frame_storage_learns_exactly_what_transition_storage_learns(stacked_car
     assert frames.frames.shape == (64 // 2 + 3, 2, 4)  # one 4-float frame per slot
     for name in ("learner", "actor"):
         want, got = (runs[s].state.fragments[name] for s in ("transitions", "frames"))
-        for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
-            np.testing.assert_array_equal(a, b, err_msg=name)
-    np.testing.assert_array_equal(
-        runs["frames"].metrics["loss"], runs["transitions"].metrics["loss"]
-    )
+        testing.assert_same_bits(got, want, name)
+    testing.assert_same_bits(runs["frames"].metrics["loss"], runs["transitions"].metrics["loss"])
 
 
 def test_frame_storage_is_refused_where_it_cannot_hold(stacked_cartpole):
@@ -279,10 +276,7 @@ def test_frame_storage_resumes_bit_for_bit(stacked_cartpole, tmp_path):
     rl.train(config.replace(run_name="part"))
     shutil.rmtree(tmp_path / "part" / "checkpoints" / "6")
     resumed = rl.train(config.replace(run_name="part"), resume=tmp_path / "part")
-    for a, b in zip(
-        jax.tree.leaves(full.state.fragments), jax.tree.leaves(resumed.state.fragments), strict=True
-    ):
-        np.testing.assert_array_equal(a, b)
+    testing.assert_same_bits(resumed.state.fragments, full.state.fragments)
 
 
 def test_named_parts_reach_the_network_its_features_and_the_replay():

@@ -2,12 +2,12 @@
 has it: running moments of every observation collected, folded in once per rollout before the
 updates, and published with the actor's parameters."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.fragments.algorithms.offpolicy import MOMENTS
 from jaxrl_fdg.fragments.normalization import COLLECTION, ObservationMoments
@@ -60,17 +60,13 @@ def test_the_last_update_used_the_moments_of_its_rollout(sac_runs):
     # moments of all observations up to the last rollout's, not the ones before it.
     _, runs = sac_runs
     states = runs["scan"].state.fragments
-    jax.tree.map(np.testing.assert_array_equal, states["learner"].moments, states[MOMENTS])
+    testing.assert_same_bits(states["learner"].moments, states[MOMENTS])
     assert set(states["learner"].moments._asdict()) == {"mean", "var", "count"}
 
 
 def test_step_and_scan_compute_the_same_bits(sac_runs):
     _, runs = sac_runs
-    jax.tree.map(
-        np.testing.assert_array_equal,
-        runs["step"].state.fragments,
-        runs["scan"].state.fragments,
-    )
+    testing.assert_same_bits(runs["step"].state.fragments, runs["scan"].state.fragments)
 
 
 def test_the_policy_acts_on_standardised_observations(sac_runs):
@@ -93,12 +89,10 @@ def test_the_policy_acts_on_standardised_observations(sac_runs):
 def test_td3_normalises_too():
     # DDPG is TD3 without its three changes, through the same continuous.build.
     state = rl.train(config_for("td3")).state.fragments
-    jax.tree.map(np.testing.assert_array_equal, state["learner"].moments, state[MOMENTS])
+    testing.assert_same_bits(state["learner"].moments, state[MOMENTS])
 
 
 def test_resume_restores_the_moments(sac_runs, resumed_after_first_iteration):
     config, runs = sac_runs
     resumed = resumed_after_first_iteration(config)
-    jax.tree.map(
-        np.testing.assert_array_equal, resumed.state.fragments, runs["scan"].state.fragments
-    )
+    testing.assert_same_bits(resumed.state.fragments, runs["scan"].state.fragments)

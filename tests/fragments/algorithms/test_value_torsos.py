@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import jaxrl_fdg as rl
+from jaxrl_fdg import testing
 from jaxrl_fdg.config import resolve
 from jaxrl_fdg.fragments.networks import QNetwork
 
@@ -61,9 +62,7 @@ def test_a_pixel_run_is_the_same_under_step_and_scan(algo):
     scan, step = (rl.train(config.replace(fusion=mode)) for mode in ("scan", "step"))
     learner = scan.state.fragments["learner"]
     assert "ConvTorso_0" in learner.params["params"]  # the network did look through the torso
-    jax.tree.map(np.testing.assert_array_equal, step.state.fragments, scan.state.fragments)
-    for key, values in scan.metrics.items():
-        np.testing.assert_array_equal(step.metrics[key], values, err_msg=key)
+    testing.assert_same_bits(step, scan, "step against scan")
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from jaxrl_fdg import testing
 from jaxrl_fdg.fragments.replay import sum_tree
 
 
@@ -162,8 +163,7 @@ def test_loop_and_batched_updates_agree_bit_for_bit(capacity, arity):
         guard = None if round_ % 2 else (versions, jnp.ones(64, jnp.int32))
         a, written_a = loops(a, idx, val, guard)
         b, written_b = batched(b, idx, val, guard)
-        for x, y in zip(a.levels, b.levels, strict=True):
-            np.testing.assert_array_equal(x, y)
+        testing.assert_same_bits(a.levels, b.levels, f"round {round_}")
         assert float(written_a) == float(written_b)
 
 
