@@ -101,11 +101,6 @@ def test_a_training_run_writes_csv_and_events(tiny, tmp_path, monkeypatch):
     assert numeric <= set(scalars)
 
 
-def test_no_compile_cache_leaves_jax_alone(tiny, monkeypatch):
-    monkeypatch.setattr(compile_cache, "enable", lambda: pytest.fail("enable() was called"))
-    rl.train(tiny.replace(compile_cache=False))
-
-
 def test_importing_the_library_imports_neither_matplotlib_nor_tensorboardX():
     code = (
         "import sys, jaxrl_fdg, jaxrl_fdg.cli, jaxrl_fdg.plots, jaxrl_fdg.run.compile_cache; "
