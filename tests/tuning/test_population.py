@@ -1,4 +1,6 @@
-"""Population-based training across the lanes of one program, and random searches."""
+"""Population-based training and successive halving across the lanes of one program
+(``jaxrl_fdg.tuning.population``), and a random search's lanes trained (its draws:
+tests/tuning/test_search.py; the settings' checks: tests/tuning/test_settings.py)."""
 
 import csv
 import re
@@ -220,22 +222,6 @@ def test_a_population_resumes_bit_for_bit(tmp_path):
         shutil.rmtree(late)
     resumed = rl.train(config.replace(run_name="part"), resume=tmp_path / "part")
     testing.assert_same_bits(resumed.state.fragments, full.state.fragments)
-
-
-def test_a_random_search_draws_its_lanes_from_the_seed():
-    config = PPO.replace(
-        num_seeds=1,
-        num_lanes=6,
-        pbt_every=0,
-        hparams={"lr": "loguniform:1e-4:1e-2", "gamma": [0.9, 0.99]},
-    )
-    lanes = resolve(config).lanes
-    assert [lane.seed for lane in lanes] == list(range(6))
-    assert all(1e-4 <= lane.point["lr"] <= 1e-2 for lane in lanes)
-    assert all(lane.point["gamma"] in (0.9, 0.99) for lane in lanes)
-    assert len({lane.point["lr"] for lane in lanes}) == 6
-    assert lanes == resolve(config).lanes  # the same draws every time
-    assert lanes != resolve(config.replace(seed=1)).lanes
 
 
 def test_a_random_search_lane_equals_its_point_run_alone():
