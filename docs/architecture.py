@@ -60,17 +60,15 @@ def imports(folder: str) -> set[str]:
 
 
 PACKAGES = [
-    (name, wrapped(modules(folder)), 0.5, len(LAYERS) - i) for i, (name, folder) in enumerate(LAYERS)
+    (name, wrapped(modules(folder)), 0.5, len(LAYERS) - i)
+    for i, (name, folder) in enumerate(LAYERS)
 ]
 SIDE = [
     (name, wrapped(modules(folder), 34), 1.45, 1.0 + 1.8 * i)
     for i, (name, folder) in enumerate(SIDE_FOLDERS)
 ]
 IMPORTS = [  # (from, to) between layers, as the modules import them
-    (a, b)
-    for a, folder in LAYERS
-    for b, _ in LAYERS
-    if a != b and b.rstrip("/") in imports(folder)
+    (a, b) for a, folder in LAYERS for b, _ in LAYERS if a != b and b.rstrip("/") in imports(folder)
 ]
 
 
@@ -117,7 +115,10 @@ def packages(ax):
         where[name] = (x, y)
     for name, body, x, y in SIDE:
         _box(ax, x, y, 0.62, 1.1, name, body, "#eef2e4")
-    below = {a: sorted((b for a2, b in IMPORTS if a2 == a), key=lambda b: -where[b][1]) for a, _ in LAYERS}
+    below = {
+        a: sorted((b for a2, b in IMPORTS if a2 == a), key=lambda b: -where[b][1])
+        for a, _ in LAYERS
+    }
     for a, targets in below.items():
         (xa, ya) = where[a]
         for b in targets:
@@ -128,8 +129,14 @@ def packages(ax):
                 _arrow(ax, (xa, ya - 0.41), (xb, yb + 0.41))
         skipped = [b.rstrip("/") for b in targets if ya - where[b][1] > 1]
         if skipped:
-            ax.text(xa - 0.6, ya - 0.3, "also → " + ", ".join(skipped), fontsize=6.5,
-                    ha="left", color="#555")
+            ax.text(
+                xa - 0.6,
+                ya - 0.3,
+                "also → " + ", ".join(skipped),
+                fontsize=6.5,
+                ha="left",
+                color="#555",
+            )
     ax.text(
         1.45,
         -0.1,

@@ -154,5 +154,6 @@ __all__ = [
     "differences",
     "first_call",
     "leaves",
+    "run_modes",
     "tiny",
 ]

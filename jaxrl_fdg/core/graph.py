@@ -369,12 +369,12 @@ class _Builder:
         found, writers = [], {}
         nodes = [("the rollout", schedule.rollout.calls)]
         nodes += [(f"'{n.cadence}'", n.calls) for n in schedule.after]
-        for where, calls in nodes:
+        for i, (where, calls) in enumerate(nodes):  # by position: two nodes may print alike
             for c in calls:
                 for edge in c.outputs:
                     if edge == METRICS or edge in c.inputs:
                         continue
-                    writers.setdefault(edge, {}).setdefault(where, c.label)
+                    writers.setdefault(edge, {}).setdefault(i, (where, c.label))
                     shadowed = self._shadowed(edge, c.fragment)
                     if shadowed:
                         found.append(
@@ -383,7 +383,7 @@ class _Builder:
                         )
         for edge, where in writers.items():
             if len(where) > 1:
-                by = " and ".join(f"{label!r} in {node}" for node, label in where.items())
+                by = " and ".join(f"{label!r} in {node}" for node, label in where.values())
                 found.append(
                     f"edge {edge!r} is written by {by}: each node's readers see only their own "
                     "node's value (rename one of them)"

@@ -186,3 +186,28 @@ def test_likely_mistakes_are_named_as_hazards():
 
 def loop_algorithm(loop):
     return rl.Algorithm("x", loop.info.actor, loop.info.learner)
+
+
+def test_two_nodes_that_print_alike_are_still_two_nodes_to_the_hazard_check():
+    # Two conditions alike in name but not the same object make two nodes that print alike.
+    def ready():
+        return rl.condition(lambda edges: edges["env_steps"] > 0, ("env_steps",), "ready")
+
+    loop = _ppo_loop(num_envs=2, rollout_len=4)
+    one = rl.fragment(
+        "one",
+        "transform",
+        lambda s, i, k: (s, {"note": 1}),
+        inputs=("env_steps",),
+        outputs=("note",),
+        cadence=rl.rounds(2, when=ready()),
+    )
+    two = one._replace(name="two", cadence=rl.rounds(2, when=ready()))
+    looped = rl.make_loop(loop.info.env, loop_algorithm(loop).with_fragments(one, two), 4)
+    nodes = [str(n.cadence) for n in looped.graph.schedule.after]
+    assert nodes.count("2 rounds per iteration, when ready") == 2
+    assert [h for h in looped.graph.hazards if h.startswith("edge 'note'")] == [
+        "edge 'note' is written by 'one' in '2 rounds per iteration, when ready' and 'two' in "
+        "'2 rounds per iteration, when ready': each node's readers see only their own node's "
+        "value (rename one of them)"
+    ]
