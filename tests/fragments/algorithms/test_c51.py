@@ -154,11 +154,13 @@ def test_continuous_actions_are_rejected():
 
 @pytest.mark.slow
 def test_c51_learns_cartpole():
-    # The issue's bar for CartPole-v1: mean return ≥ 400. The run is c51's default
-    # (300,000 steps of 4 envs × 4); the last 32,000 steps, ε = 0.05 exploration included.
-    config = rl.TrainConfig(algo="c51", seed=0, out=None, progress=False)
+    # The issue's bar for CartPole-v1: mean return ≥ 400. The run is c51's default (300,000 steps
+    # of 4 envs × 4) for 4 seeds vmapped in one program; the mean over seeds of each one's last
+    # 32,000 steps, ε = 0.05 exploration included. One seed's last window is a coin toss: like
+    # DQN's, c51's CartPole curves reach 500 and dip to ~250 for a window now and then.
+    config = rl.TrainConfig(algo="c51", seed=0, num_seeds=4, out=None, progress=False)
     m = rl.train(config).metrics
     window = 2_000  # iterations of 16 env steps
-    episodes = m["episodes"][-window:].sum()
-    final = m["episode_return_sum"][-window:].sum() / max(episodes, 1)
-    assert final >= 400, final
+    episodes = m["episodes"][-window:].sum(axis=0)  # [seeds]
+    final = m["episode_return_sum"][-window:].sum(axis=0) / np.maximum(episodes, 1)
+    assert final.mean() >= 400, final
