@@ -19,30 +19,44 @@ jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
-# The slowest test files of the default tier, measured cold (`pytest --durations`), longest first.
-# Whole files go to the two workers in collection order (`--dist loadfile`), and files are
-# collected by name, so tests/test_examples.py (about 50 s) was handed out last and ran alone at
-# the end. Collected first, the long files spread over both workers and short ones fill the end.
+# The slowest test files, measured cold (`pytest --durations`), longest first: the default tier's,
+# then the slow tier's learning runs. Whole files go to the two workers in collection order
+# (`--dist loadfile`), and files are collected by name, so a long file collected last would run
+# alone at the end. Collected first, the long files spread over both workers and short ones fill
+# the end.
 _LONGEST_FIRST = (
-    "tests/policies/test_fusion.py",
-    "tests/test_examples.py",
-    "tests/policies/test_replication.py",
+    "tests/fragments/algorithms/test_dqn.py",
+    "tests/tuning/test_population.py",
     "tests/envs/test_brax_adapter.py",
-    "tests/policies/test_sweeps.py",
-    "tests/run/test_checkpoint.py",
+    "tests/examples/test_extensions.py",
     "tests/policies/test_actor_learner.py",
-    "tests/envs/test_brax_sweep.py",
-    "tests/policies/test_fusion_offpolicy.py",
+    "tests/examples/test_topologies.py",
+    "tests/policies/test_fusion.py",
     "tests/policies/test_data_parallel.py",
+    "tests/run/test_checkpoint.py",
+    "tests/fragments/algorithms/test_continuous_control.py",
     "tests/envs/test_envpool.py",
+    "tests/fragments/test_normalization.py",
+    "tests/fragments/test_recurrent.py",
     "tests/fragments/algorithms/test_offpolicy_normalization.py",
-    "tests/policies/test_host_env.py",
+    "tests/envs/test_brax_learning.py",
+    "tests/envs/test_playground.py",
+    "tests/fragments/algorithms/test_a2c.py",
+    "tests/fragments/algorithms/test_ppo.py",
+    "tests/fragments/algorithms/test_c51.py",
 )
+
+# A hang fails after 10 minutes (pyproject.toml); a slow-tier test, whose learning runs take
+# minutes and share the machine with the other worker, after 25.
+SLOW_TIMEOUT_S = 1500
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {path: i for i, path in enumerate(_LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
 
 
 @pytest.fixture

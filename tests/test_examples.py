@@ -107,6 +107,9 @@ def test_scaling_benchmark_smoke(tmp_path):
     assert out_file.with_suffix(".png").exists()
 
 
+# The default tier runs examples/rnd.py, the same extension on the parts API, under two modes
+# (tests/examples/test_extensions.py).
+@pytest.mark.slow
 def test_intrinsic_reward_fragment_added_to_ppo_without_touching_the_core():
     out = _run(
         ROOT / "examples" / "intrinsic_reward.py", "--total-steps", "2048", "--fusion", "step,scan"

@@ -131,6 +131,8 @@ def test_a_batched_system_without_vmap_is_refused(pendulum, swept):
         jax.eval_shape(env.reset, jax.random.key(0), batched)
 
 
+# The swept rollouts compile Brax's pipeline under vmap (30 s cold): the slow tier runs them.
+@pytest.mark.slow
 def test_each_lane_of_a_sweep_is_brax_with_that_system(pendulum, swept, swept_rollouts):
     """Brax's own domain randomisation (its vmap wrapper swaps ``sys`` on a Brax environment)
     from the same systems, keys and actions gives the same trajectories, lane by lane."""
@@ -163,6 +165,7 @@ def test_each_lane_of_a_sweep_is_brax_with_that_system(pendulum, swept, swept_ro
     np.testing.assert_allclose(our_reward, reward, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_different_systems_give_different_trajectories(swept_rollouts):
     first, obs, _, _ = swept_rollouts
     # Every lane starts from the same state (one reset key) ...

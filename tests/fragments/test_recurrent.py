@@ -74,7 +74,9 @@ def test_actor_keeps_and_resets_memory_where_episodes_start(cartpole):
     np.testing.assert_allclose(state.fragments["actor"].memory, last, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize(
+    "case", ["gru-cartpole", pytest.param("lstm-pendulum", marks=pytest.mark.slow)]
+)
 def test_learner_reproduces_the_actor_bit_for_bit(case):
     env, hparams = CASES[case]
     traj, state, policy, resolved = _rollouts(_config(env, **hparams), n=2)

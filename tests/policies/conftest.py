@@ -93,17 +93,21 @@ def _run(algo, mode):
 BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "c51", "pqn"}
 
 
-# Eager mode compiles every op on first use (537 programs for PPO): 40 to 55 s per algorithm on a
-# cold cache. PPO runs it in the default tier, the others in the slow tier; eager mode's own code
-# (the step plan's loop with jit disabled) is the same for every algorithm.
-EAGER_DEFAULT = ("ppo",)
+# Eager mode compiles every op on first use (537 programs for PPO): 20 to 75 s per algorithm on a
+# cold cache, the most any fixture of the default tier paid. Every algorithm runs it in the slow
+# tier, which CI runs after the default one; eager mode's own code (the step plan's loop with jit
+# disabled) is the same for every algorithm.
+EAGER_DEFAULT = ()
 
 
-# The compiled-mode sweep of A2C, C51, TD3 and DDPG is in the slow tier: each shares its module's
-# code (actor_critic, the Q-learning machinery of dqn, continuous) with PPO, DQN and SAC, which the
-# default tier sweeps, and CI runs both tiers. So is recurrent PPO's (50 s cold): the default tier
-# checks its learner against its actor bit for bit and its resume (test_recurrent, test_checkpoint).
-COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru")
+# The compiled-mode sweep of A2C, C51 and the continuous-action family (SAC, TD3, DDPG) is in the
+# slow tier, and CI runs both tiers. A2C and C51 share their module's code (actor_critic, the
+# Q-learning machinery of dqn) with PPO and DQN, which the default tier sweeps; SAC's sweep was the
+# default tier's dearest (50 s cold), and the default tier still runs SAC on sharded devices
+# (test_gradient_path) and checks its updates (test_continuous_control). So is recurrent PPO's
+# (50 s cold): the default tier checks its learner against its actor bit for bit and its resume
+# (test_recurrent, test_checkpoint).
+COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru", "sac")
 
 
 def algo_params(algos):

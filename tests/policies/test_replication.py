@@ -77,6 +77,7 @@ def test_each_seed_equals_its_run_alone(algo, fusion):
     assert out.returncode == 0 and "EQUAL" in out.stdout, out.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_per_seed_folders_plot_as_replicates(tmp_path):
     hparams = {"learning_starts": 16, "batch_size": 8}
     config = BASE.replace(

@@ -312,7 +312,7 @@ def test_compiled_check_takes_fragments_on_different_devices(report_on_devices):
     assert report == {"found": "learner['w']", "clean": None}
 
 
-@pytest.mark.parametrize("fusion", ["scan", "step"])
+@pytest.mark.parametrize("fusion", [pytest.param("scan", marks=pytest.mark.slow), "step"])
 def test_debug_nans_raises_at_the_op_that_made_the_nan(fusion):
     config = _SMALL.replace(out=None, debug_nans=True, fusion=fusion)
     with pytest.raises(FloatingPointError, match="invalid value \\(nan\\)"):

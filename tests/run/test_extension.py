@@ -76,7 +76,11 @@ def test_an_extended_run_equals_the_run_started_with_its_budget(tmp_path):
     assert summary["extensions"] == history
 
 
-@pytest.mark.parametrize("config", [PPO, DQN], ids=["ppo-annealed-lr", "dqn-epsilon"])
+@pytest.mark.parametrize(
+    "config",
+    [PPO, pytest.param(DQN, marks=pytest.mark.slow)],  # the same check on another schedule
+    ids=["ppo-annealed-lr", "dqn-epsilon"],
+)
 def test_an_extended_schedule_keeps_the_horizon_it_ran_under(tmp_path, config, capsys):
     per = config.num_envs * config.rollout_len
     first_budget, budget = config.total_steps, config.total_steps + 3 * per
@@ -103,6 +107,8 @@ def test_an_extended_schedule_keeps_the_horizon_it_ran_under(tmp_path, config, c
         assert "anneals its learning rate to 0 over the first 48 env steps" in err
 
 
+# One seed's extension is in the default tier (the test above).
+@pytest.mark.slow
 def test_an_extended_run_of_several_seeds_equals_the_run_started_with_its_budget(tmp_path):
     config = PPO.replace(num_seeds=2, hparams={**PPO.hparams, "anneal_lr": False})
     straight = rl.train(config.replace(out=str(tmp_path), run_name="full", total_steps=5 * PER))

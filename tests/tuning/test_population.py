@@ -335,6 +335,7 @@ def test_a_restarted_lane_computes_its_new_point_alone(halving_run):
     )
 
 
+@pytest.mark.slow
 def test_a_restarted_lane_counts_its_own_iterations():
     # DQN reads the env steps (the iteration) for learning_starts and prioritized replay's β: a
     # point started at iteration 4 must see 0, as alone, and not learn in its first iteration.
@@ -372,7 +373,8 @@ def test_successive_halving_resumes_bit_for_bit(tmp_path, halving_run):
     testing.assert_same_bits(resumed.state.fragments, halving_run.state.fragments)
 
 
-@pytest.mark.parametrize("fusion", ["step", pytest.param("fragment", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("fusion", ["step", "fragment"])
 def test_every_fusion_mode_halves_alike(halving_run, fusion):
     run = rl.train(HALVING.replace(fusion=fusion))
     jax.tree.map(

@@ -262,6 +262,7 @@ def test_frame_storage_is_refused_where_it_cannot_hold(stacked_cartpole):
         resolve(TINY.replace(hparams={**TINY.hparams, "replay_storage": "pixels"}))
 
 
+@pytest.mark.slow  # resumes bit for bit: tests/run/test_checkpoint.py, on transition storage
 def test_frame_storage_resumes_bit_for_bit(stacked_cartpole, tmp_path):
     import shutil
 

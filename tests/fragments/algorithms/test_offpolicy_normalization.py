@@ -86,6 +86,7 @@ def test_the_policy_acts_on_standardised_observations(sac_runs):
     assert not np.array_equal(normalized.policy(params, obs), plain.policy(params["params"], obs))
 
 
+@pytest.mark.slow  # the same code path as SAC's, above
 def test_td3_normalises_too():
     # DDPG is TD3 without its three changes, through the same continuous.build.
     state = rl.train(config_for("td3")).state.fragments
