@@ -19,12 +19,16 @@ jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
-# The slowest test files, measured cold (`pytest --durations`), longest first: the default tier's,
-# then the slow tier's learning runs. Whole files go to the two workers in collection order
+# The slowest test files of both tiers, measured cold (`pytest --durations`), longest first; each
+# tier meets its own in this order. Whole files go to the two workers in collection order
 # (`--dist loadfile`), and files are collected by name, so a long file collected last would run
 # alone at the end. Collected first, the long files spread over both workers and short ones fill
 # the end.
 _LONGEST_FIRST = (
+    "tests/docs/test_readme.py",  # the slow tier's longest: every README command, 4 minutes
+    "tests/docs/test_tutorials.py",
+    "tests/fragments/algorithms/test_c51.py",
+    "tests/envs/test_playground.py",
     "tests/fragments/algorithms/test_dqn.py",
     "tests/tuning/test_population.py",
     "tests/envs/test_brax_adapter.py",
@@ -40,10 +44,8 @@ _LONGEST_FIRST = (
     "tests/fragments/test_recurrent.py",
     "tests/fragments/algorithms/test_offpolicy_normalization.py",
     "tests/envs/test_brax_learning.py",
-    "tests/envs/test_playground.py",
     "tests/fragments/algorithms/test_a2c.py",
     "tests/fragments/algorithms/test_ppo.py",
-    "tests/fragments/algorithms/test_c51.py",
 )
 
 # A hang fails after 10 minutes (pyproject.toml); a slow-tier test, whose learning runs take
