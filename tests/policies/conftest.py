@@ -1,9 +1,7 @@
-"""The fusion-mode sweep that test_fusion.py (on-policy algorithms) and test_fusion_offpolicy.py
-(off-policy ones) run, each over its own algorithms (its ``SWEPT``) so that the two files, and
-their compiles, go to different test workers: every fusion mode computes the same thing for every
-registered algorithm, and nothing recompiles after the first iteration. Here: the tiny
-configuration of each, the runs (fixtures ``results`` and ``eager``, parametrized over a file's
-``SWEPT``) and the comparisons (fixture ``sweep``)."""
+"""The fusion-mode sweep that test_fusion.py runs: every fusion mode computes the same thing for
+every registered algorithm, and nothing recompiles after the first iteration. Here: the tiny
+configuration of each, the runs (fixtures ``results`` and ``eager``, parametrized over the test
+module's ``SWEPT``) and the comparisons (fixture ``sweep``)."""
 
 import logging
 from types import SimpleNamespace
@@ -47,11 +45,6 @@ TINY = {
     "td3": dict(env="Pendulum-v1", hparams={**_OFF_POLICY, "replay": "prioritized"}),
     "ddpg": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
 }
-
-
-# Which test file runs each entry of TINY.
-ON_POLICY = ("a2c", "impala", "ppo", "ppo_gru", "pqn")  # test_fusion.py
-OFF_POLICY = ("c51", "ddpg", "dqn", "sac", "td3")  # test_fusion_offpolicy.py
 
 
 class _Messages(logging.Handler):
@@ -183,8 +176,6 @@ def sweep():
     """The sweep's tables and comparisons, for the test files that run it."""
     return SimpleNamespace(
         TINY=TINY,
-        ON_POLICY=ON_POLICY,
-        OFF_POLICY=OFF_POLICY,
         BIT_EXACT=BIT_EXACT,
         same_state=same_state,
         same_metrics=same_metrics,

@@ -1,20 +1,20 @@
-"""Every fusion mode computes the same thing for the on-policy algorithms (PPO, recurrent PPO,
-A2C, IMPALA, PQN), and nothing recompiles after the first iteration (the sweep's configurations,
-runs and comparisons: tests/policies/conftest.py; the off-policy algorithms:
-test_fusion_offpolicy.py, the same tests over other algorithms)."""
+"""Every fusion mode computes the same thing for every registered algorithm (PPO, recurrent
+PPO, A2C, IMPALA, PQN, DQN, C51, SAC, TD3, DDPG), and nothing recompiles after the first
+iteration. The sweep's configurations, runs and comparisons: tests/policies/conftest.py."""
 
 import pytest
 
 import jaxrl_fdg as rl
 
-SWEPT = ("a2c", "impala", "ppo", "ppo_gru", "pqn")  # conftest.py parametrizes over these
+# conftest.py parametrizes the runs over these: every entry of its TINY.
+SWEPT = ("ppo", "dqn", "a2c", "c51", "ddpg", "impala", "pqn", "ppo_gru", "sac", "td3")
 
 
 def test_every_algorithm_is_swept(sweep):
-    # Every registered algorithm is in TINY, and the two files together run every entry.
-    assert SWEPT == sweep.ON_POLICY
+    # Every registered algorithm is in TINY, and this file sweeps every entry, so none can skip
+    # the equivalence tests.
     assert set(rl.algorithm.registered()) == {c.get("algo", n) for n, c in sweep.TINY.items()}
-    assert sorted((*sweep.ON_POLICY, *sweep.OFF_POLICY)) == sorted(sweep.TINY)
+    assert sorted(SWEPT) == sorted(sweep.TINY)
 
 
 COMPILED = [m for m in rl.FUSION_MODES if m not in ("scan", "eager")]
