@@ -16,4 +16,7 @@ def test_out_and_its_first_name_are_one_flag(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["plot", "--help"])
     assert exc.value.code == 0
-    assert "--out FILE, --output FILE" in capsys.readouterr().out
+    # One entry for both names: "--out FILE, --output FILE" before Python 3.13, which writes the
+    # metavar once ("--out, --output FILE").
+    out = capsys.readouterr().out
+    assert "--out FILE, --output FILE" in out or "--out, --output FILE" in out, out
