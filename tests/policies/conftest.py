@@ -96,8 +96,9 @@ EAGER_DEFAULT = ()
 # The compiled-mode sweep of A2C, C51 and the continuous-action family (SAC, TD3, DDPG) is in the
 # slow tier, and CI runs both tiers. A2C and C51 share their module's code (actor_critic, the
 # Q-learning machinery of dqn) with PPO and DQN, which the default tier sweeps; SAC's sweep was the
-# default tier's dearest (50 s cold), and the default tier still runs SAC on sharded devices
-# (test_gradient_path) and checks its updates (test_continuous_control). So is recurrent PPO's
+# default tier's dearest (50 s cold), and the default tier still runs SAC under step and scan to
+# the same bits (test_offpolicy_normalization), on sharded devices (test_gradient_path), and
+# checks its updates (test_continuous_control). So is recurrent PPO's
 # (50 s cold): the default tier checks its learner against its actor bit for bit and its resume
 # (test_recurrent, test_checkpoint).
 COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru", "sac")
