@@ -88,9 +88,8 @@ BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "c51", "pqn"}
 
 # Eager mode compiles every op on first use (537 programs for PPO): 20 to 75 s per algorithm on a
 # cold cache, the most any fixture of the default tier paid. Every algorithm runs it in the slow
-# tier, which CI runs after the default one; eager mode's own code (the step plan's loop with jit
-# disabled) is the same for every algorithm.
-EAGER_DEFAULT = ()
+# tier (eager_params), which CI runs after the default one; eager mode's own code (the step plan's
+# loop with jit disabled) is the same for every algorithm.
 
 
 # The compiled-mode sweep of A2C, C51 and the continuous-action family (SAC, TD3, DDPG) is in the
@@ -98,9 +97,9 @@ EAGER_DEFAULT = ()
 # Q-learning machinery of dqn) with PPO and DQN, which the default tier sweeps; SAC's sweep was the
 # default tier's dearest (50 s cold), and the default tier still runs SAC under step and scan to
 # the same bits (test_offpolicy_normalization), on sharded devices (test_gradient_path), and
-# checks its updates (test_continuous_control). So is recurrent PPO's
-# (50 s cold): the default tier checks its learner against its actor bit for bit and its resume
-# (test_recurrent, test_checkpoint).
+# checks its updates (test_continuous_control). So is recurrent PPO's (50 s cold): the default
+# tier checks its learner against its actor bit for bit and its resume (test_recurrent,
+# test_checkpoint).
 COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru", "sac")
 
 
@@ -110,8 +109,8 @@ def algo_params(algos):
 
 
 def eager_params(algos):
-    """``eager``'s parameters: each of ``algos``, in the slow tier unless in EAGER_DEFAULT."""
-    return [pytest.param(a, marks=() if a in EAGER_DEFAULT else pytest.mark.slow) for a in algos]
+    """``eager``'s parameters: each of ``algos``, in the slow tier."""
+    return [pytest.param(a, marks=pytest.mark.slow) for a in algos]
 
 
 def pytest_generate_tests(metafunc):
