@@ -118,3 +118,37 @@ def resumed_after_first_iteration(tmp_path):
         return rl.train(config, resume=tmp_path / "part")
 
     return resume
+
+
+def _run_time_imports(path: Path, package: str = "") -> list[tuple[int, list[str]]]:
+    """Each import statement of the module at ``path`` that runs (those under ``if
+    TYPE_CHECKING:`` do not; those inside functions do): its line and the modules it names, a
+    ``from m import a`` naming ``m`` and ``m.a``, relative ones resolved against ``package``."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.append((node.lineno, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level and package else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.append((node.lineno, [module, *(f"{module}.{a.name}" for a in node.names)]))
+    return found
+
+
+@pytest.fixture(scope="session")
+def run_time_imports():
+    """``imports(path, package="")``: the import statements of a source file that run, each as
+    ``(line, modules named)``; relative imports resolved against ``package``."""
+    return _run_time_imports

@@ -1,7 +1,6 @@
 """The layout of ``jaxrl_fdg.fragments``: algorithms in ``algorithms/``, building blocks beside
 it, and the algorithms' old paths still importing the same modules with a DeprecationWarning."""
 
-import ast
 import importlib
 import importlib.metadata
 import subprocess
@@ -107,32 +106,18 @@ def test_entry_points_name_the_new_modules():
     assert all(p.module.startswith("jaxrl_fdg.fragments.algorithms.") for p in built_in)
 
 
-def test_building_blocks_import_no_algorithm_at_run_time():
+def test_building_blocks_import_no_algorithm_at_run_time(run_time_imports):
     """Outside ``if TYPE_CHECKING:``, no building block imports from ``algorithms/``."""
     folder = ROOT / "fragments"
     blocks = [p for p in folder.rglob("*.py") if "algorithms" not in p.parts]
     blocks.remove(folder / "__init__.py")  # the package, which imports both
     moved = {f"jaxrl_fdg.fragments.{name}" for name in MOVED}
-    offenders = []
-    for path in blocks:
-        tree = ast.parse(path.read_text())
-        typing_only = {
-            id(inner)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for inner in ast.walk(node)
-        }
-        for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
-            if isinstance(node, ast.Import):
-                modules = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                modules = [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
-            else:
-                continue
-            if any(m in moved or m.startswith("jaxrl_fdg.fragments.algorithms") for m in modules):
-                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in blocks
+        for line, modules in run_time_imports(path)
+        if any(m in moved or m.startswith("jaxrl_fdg.fragments.algorithms") for m in modules)
+    ]
     assert not offenders
 
 
