@@ -9,6 +9,7 @@ from jaxrl_fdg.envs.classic.acrobot import Acrobot, AcrobotParams, AcrobotState
 from jaxrl_fdg.envs.classic.cartpole import CartPole, CartPoleParams, CartPoleState
 from jaxrl_fdg.envs.classic.catch import Catch, CatchParams, CatchState
 from jaxrl_fdg.envs.classic.cue_recall import CueRecall, CueRecallParams, CueRecallState
+from jaxrl_fdg.envs.classic.minefield import Minefield, MinefieldParams, MinefieldState
 from jaxrl_fdg.envs.classic.mountain_car import (
     MountainCar,
     MountainCarContinuous,
@@ -26,7 +27,7 @@ from jaxrl_fdg.envs.registry import (
     register,
     registered,
 )
-from jaxrl_fdg.envs.spaces import Box, Discrete, Space
+from jaxrl_fdg.envs.spaces import Box, Dict, Discrete, MultiDiscrete, Space, Tuple
 from jaxrl_fdg.envs.wrappers import (
     ClipAction,
     EpisodeStatistics,
@@ -47,6 +48,7 @@ register("Catch-bsuite", Catch)
 # Partially observed: memory is needed to do well.
 register("StatelessCartPole-v1", StatelessCartPole)
 register("CueRecall-v0", CueRecall)
+register("Minefield-v0", Minefield)
 
 __all__ = [
     "ClipAction",
@@ -71,10 +73,14 @@ __all__ = [
     "CueRecall",
     "CueRecallParams",
     "CueRecallState",
+    "Dict",
     "Discrete",
     "Environment",
     "MissingDependencyError",
     "EpisodeState",
+    "Minefield",
+    "MinefieldParams",
+    "MinefieldState",
     "MountainCar",
     "MountainCarContinuous",
     "MountainCarContinuousParams",
@@ -83,9 +89,11 @@ __all__ = [
     "Pendulum",
     "PendulumParams",
     "PendulumState",
+    "MultiDiscrete",
     "Space",
     "StatelessCartPole",
     "TimeStep",
+    "Tuple",
     "UnknownEnvironmentError",
     "adapters",
     "check_name",

@@ -43,6 +43,10 @@ class TimeStep(NamedTuple):
       final_observation: the observation the transition actually reached. Equal to
         ``observation`` unless the episode ended; then it is the last observation of the old
         episode, which value bootstrapping on truncation needs.
+      info: what the environment reports besides (empty unless it declares something):
+        its :meth:`Environment.info_env` of the state reached (before any reset), and, for an
+        environment with :meth:`Environment.action_mask`, ``action_mask`` (the legal actions
+        at ``observation``) and ``next_action_mask`` (at ``final_observation``).
     """
 
     observation: jax.Array
@@ -50,6 +54,15 @@ class TimeStep(NamedTuple):
     terminated: jax.Array
     truncated: jax.Array
     final_observation: jax.Array
+    info: dict[str, jax.Array] = {}  # noqa: RUF012 (never mutated; a NamedTuple default)
+
+
+ACTION_MASK = "action_mask"
+"""The :attr:`TimeStep.info` key (and the env fragment's published edge) of the legal actions at
+the observation to act on: bool ``[n]`` over a Discrete space's actions."""
+NEXT_ACTION_MASK = "next_action_mask"
+"""The :attr:`TimeStep.info` key (and env fragment output) of the legal actions at the observation
+a transition reached, before any reset: what a Q-target's max over next actions ranges over."""
 
 
 class EpisodeState(NamedTuple, Generic[TEnvState]):
@@ -103,6 +116,37 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         del state
         return self.reset_env(key, params)
 
+    def action_mask(self, state: TEnvState, params: TParams) -> jax.Array | None:
+        """The legal actions in ``state``, bool ``[n]`` for a Discrete action space of ``n``
+        actions, or None (the default): every action is always legal.
+
+        An environment that overrides this gets ``action_mask``/``next_action_mask`` in every
+        :attr:`TimeStep.info`, which the env fragment publishes and every discrete policy
+        respects (sampling, greedy and random actions, entropies, Q-targets). A state must
+        leave at least one action legal."""
+        del state, params
+        return None
+
+    def info_env(self, state: TEnvState, params: TParams) -> dict[str, jax.Array]:
+        """What the environment reports of the state a transition reached, besides the
+        observation: a dict of arrays of fixed shapes (Craftax's achievements, a success flag),
+        which reaches :attr:`TimeStep.info`, the trajectory's ``info`` and the run's metrics
+        (as the mean over the environments that ended an episode on the step). Empty by
+        default. Computed from the state before any reset, so a flag that ends an episode is
+        seen on the step that ends it."""
+        del state, params
+        return {}
+
+    @property
+    def has_action_mask(self) -> bool:
+        """Whether :meth:`action_mask` is overridden (a wrapper: whether the wrapped one's is)."""
+        return type(self).action_mask is not Environment.action_mask
+
+    @property
+    def has_info(self) -> bool:
+        """Whether :meth:`info_env` is overridden (a wrapper: whether the wrapped one's is)."""
+        return type(self).info_env is not Environment.info_env
+
     @abc.abstractmethod
     def observation_space(self, params: TParams) -> Space: ...
 
@@ -118,7 +162,13 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         env_state, obs = self.reset_env(key, params)
         state = EpisodeState(env_state, jnp.zeros((), jnp.int32))
         false = jnp.zeros((), jnp.bool_)
-        return state, TimeStep(obs, jnp.zeros((), jnp.float32), false, false, obs)
+        info = {}
+        if self.has_info:
+            info = jax.tree.map(jnp.zeros_like, self.info_env(env_state, params))
+        if self.has_action_mask:
+            mask = self.action_mask(env_state, params)
+            info.update({ACTION_MASK: mask, NEXT_ACTION_MASK: mask})
+        return state, TimeStep(obs, jnp.zeros((), jnp.float32), false, false, obs, info)
 
     def step(
         self,
@@ -183,8 +233,21 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
             jnp.asarray(terminated, jnp.bool_),
             jnp.asarray(truncated, jnp.bool_),
             obs,
+            self._step_info(env_state, next_env, params),
         )
         return next_state, timestep
+
+    def _step_info(self, reached: TEnvState, next_env: TEnvState, params: TParams) -> dict:
+        """:attr:`TimeStep.info` of a batch: the info of the states reached, and the masks of
+        those states and of the ones to act on (after the auto-reset)."""
+        info = {}
+        if self.has_info:
+            info = jax.vmap(self.info_env, in_axes=(0, None))(reached, params)
+        if self.has_action_mask:
+            mask = jax.vmap(self.action_mask, in_axes=(0, None))
+            info[ACTION_MASK] = mask(next_env, params)
+            info[NEXT_ACTION_MASK] = mask(reached, params)
+        return info
 
     # -- the auto-reset, the one place that starts new episodes during a step ------------------
 

@@ -76,6 +76,8 @@ class EpisodeStatistics(Wrapper):
 
     """
 
+    stateful = True
+
     def __init__(self, env: Environment):
         super().__init__(env)
 

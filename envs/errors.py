@@ -29,3 +29,8 @@ def unknown(what: str, name: str, choices: Iterable[str], listed: str = "choose 
     close = difflib.get_close_matches(name, choices, n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     return f"unknown {what} {name!r}{hint} ({listed}: {', '.join(choices)})"
+
+
+class EnvironmentContractError(ValueError):
+    """An environment breaks what it declares: an observation unlike its observation space, an
+    info of changing shape. The message names the part and what was expected, in one line."""

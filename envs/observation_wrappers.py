@@ -87,6 +87,8 @@ class NormalizeObservation(Wrapper):
     become an exponential average with that horizon, which is harmless.
     """
 
+    stateful = True
+
     def __init__(
         self,
         env: Environment,
@@ -161,6 +163,8 @@ class FrameStack(Wrapper):
     with each episode (the auto-reset starts from the new episode's first observation);
     ``final_observation`` is the stack ending at the episode's last observation.
     """
+
+    stateful = True
 
     def __init__(self, env: Environment, num_stack: int):
         super().__init__(env)

@@ -41,8 +41,11 @@ class Wrapper(Environment):
 
     The defaults pass the inner state through unchanged, which is right for wrappers that keep no
     state of their own. Stateful wrappers override ``reset_env``, ``step_env`` and
-    ``auto_reset_env`` together.
+    ``auto_reset_env`` together, keep the inner state in a field ``inner`` of their own and set
+    ``stateful = True``, so the inner environment's action mask and info read through.
     """
+
+    stateful: bool = False
 
     def __init__(self, env: Environment):
         if not isinstance(env, Environment):
@@ -67,6 +70,23 @@ class Wrapper(Environment):
 
     def observation_space(self, params: Any) -> Space:
         return self.inner.observation_space(params.inner)
+
+    def _inner_state(self, state: Any) -> Any:
+        return state.inner if self.stateful else state
+
+    def action_mask(self, state: Any, params: Any) -> jax.Array | None:
+        return self.inner.action_mask(self._inner_state(state), params.inner)
+
+    def info_env(self, state: Any, params: Any) -> dict[str, jax.Array]:
+        return self.inner.info_env(self._inner_state(state), params.inner)
+
+    @property
+    def has_action_mask(self) -> bool:
+        return self.inner.has_action_mask
+
+    @property
+    def has_info(self) -> bool:
+        return self.inner.has_info
 
     def action_space(self, params: Any) -> Space:
         return self.inner.action_space(params.inner)

@@ -15,20 +15,31 @@ import numpy as np
 
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.loop import Transition
-from jaxrl_fdg.core.names import ACTION, EPISODE_START, LOG_PROB, MEMORY, RAW_ACTION, VALUE
+from jaxrl_fdg.core.names import (
+    ACTION,
+    ACTION_MASK,
+    EPISODE_START,
+    LOG_PROB,
+    MEMORY,
+    RAW_ACTION,
+    VALUE,
+)
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Box
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import normalization
 from jaxrl_fdg.fragments.networks import ActorCritic, GaussianActorCritic
 from jaxrl_fdg.fragments.normalization import ObservationMoments
 from jaxrl_fdg.fragments.recurrent import RecurrentActorCritic, memory_width, reset_memory
+from jaxrl_fdg.fragments.torsos import observation_ndim
 
 if TYPE_CHECKING:  # actor_critic imports this module
     from jaxrl_fdg.fragments.algorithms.actor_critic import ActorCriticConfig
 
 
 class Batch(NamedTuple):
-    """A rollout flattened to ``[T·B, ...]``, with advantages and value targets."""
+    """A rollout flattened to ``[T·B, ...]``, with advantages and value targets, and for an
+    environment with an action mask the legal actions at each observation ``[T·B, n]``."""
 
     observation: jax.Array
     action: jax.Array
@@ -36,6 +47,7 @@ class Batch(NamedTuple):
     value: jax.Array
     advantage: jax.Array
     target: jax.Array
+    action_mask: jax.Array | None = None
 
 
 class Sequences(NamedTuple):
@@ -52,6 +64,7 @@ class Sequences(NamedTuple):
     target: jax.Array
     episode_start: jax.Array
     memory: jax.Array
+    action_mask: jax.Array | None = None
 
 
 class Policy:
@@ -64,10 +77,11 @@ class Policy:
         common = dict(
             hidden_sizes=tuple(hp.hidden_sizes),
             activation=hp.activation,
-            obs_ndim=len(ctx.observation_space.shape),
+            obs_ndim=observation_ndim(ctx.observation_space),
             torso=hp.torso,
         )
         self.continuous = isinstance(space, Box)
+        self.masked = ctx.has_action_mask and not self.continuous
         if self.continuous:
             (dim,) = space.shape
             self.net: ActorCritic = GaussianActorCritic(dim, log_std_init=hp.log_std_init, **common)
@@ -77,9 +91,9 @@ class Policy:
         else:
             self.net = ActorCritic(space.n, **common)
             self.outputs = (ACTION, LOG_PROB, VALUE)
-        self.obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
+        self.obs_example = spaces.example(ctx.observation_space)
         self.moments = (
-            ObservationMoments(ctx.observation_space.shape) if hp.normalize_observations else None
+            ObservationMoments(ctx.observation_space) if hp.normalize_observations else None
         )
         self.recurrent = hp.memory != "none"
         if self.recurrent:
@@ -124,11 +138,17 @@ class Policy:
             params = normalization.trainable(params)
         return self.net.apply(params, *args, **kwargs)
 
-    def act(self, params: Any, observation: jax.Array, key: jax.Array) -> dict[str, jax.Array]:
-        """Sample an action for each observation: the actor fragment's outputs."""
-        return self._sample(self._apply(params, observation), key)
+    def act(
+        self, params: Any, observation: jax.Array, key: jax.Array, action_mask=None
+    ) -> dict[str, jax.Array]:
+        """Sample an action for each observation: the actor fragment's outputs. With
+        ``action_mask`` (bool ``[B, n]``) only legal actions are drawn, from the policy
+        renormalised over them."""
+        return self._sample(self._apply(params, observation), key, action_mask)
 
-    def _sample(self, out: tuple[jax.Array, ...], key: jax.Array) -> dict[str, jax.Array]:
+    def _sample(
+        self, out: tuple[jax.Array, ...], key: jax.Array, action_mask=None
+    ) -> dict[str, jax.Array]:
         """The actor's outputs from the network's (``(mean, log_std, value)`` or ``(logits,
         value)``)."""
         if self.continuous:
@@ -141,6 +161,7 @@ class Policy:
                 VALUE: value,
             }
         logits, value = out
+        logits = dist.mask_logits(logits, action_mask)
         action = dist.categorical_sample(key, logits)
         return {
             ACTION: action,
@@ -149,18 +170,20 @@ class Policy:
         }
 
     def evaluate(
-        self, params: Any, observation: jax.Array, action: jax.Array
+        self, params: Any, observation: jax.Array, action: jax.Array, action_mask=None
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(log π(a|s), H(π(·|s)), V(s))`` under ``params``; ``action`` as the learner stores it
-        (:meth:`learned_action`)."""
-        return self._evaluate(self._apply(params, observation), action)
+        (:meth:`learned_action`). With ``action_mask`` the policy is the one the actor sampled
+        from, over the legal actions only: so are the log-probability and the entropy."""
+        return self._evaluate(self._apply(params, observation), action, action_mask)
 
-    def _evaluate(self, out: tuple[jax.Array, ...], action: jax.Array):
+    def _evaluate(self, out: tuple[jax.Array, ...], action: jax.Array, action_mask=None):
         if self.continuous:
             mean, log_std, value = out
             log_prob = dist.gaussian_log_prob(mean, log_std, action)
             return log_prob, dist.gaussian_entropy(log_std), value
         logits, value = out
+        logits = dist.mask_logits(logits, action_mask)
         log_prob = dist.categorical_log_prob(logits, action)
         return log_prob, dist.categorical_entropy(logits), value
 
@@ -172,8 +195,8 @@ class Policy:
         have the batch's shape (``[N]``, or ``[b, T]``)."""
         if isinstance(batch, Sequences):
             out = self.unroll(params, batch.memory, batch.observation, batch.episode_start)
-            return self._evaluate(out, batch.action)
-        return self.evaluate(params, batch.observation, batch.action)
+            return self._evaluate(out, batch.action, batch.action_mask)
+        return self.evaluate(params, batch.observation, batch.action, batch.action_mask)
 
     # -- memory ------------------------------------------------------------------------------
 
@@ -188,6 +211,7 @@ class Policy:
         observation: jax.Array,
         episode_start: jax.Array,
         key: jax.Array,
+        action_mask: jax.Array | None = None,
     ) -> tuple[jax.Array, dict[str, jax.Array]]:
         """One step of the recurrent policy: ``(memory after the step, the actor's outputs)``.
 
@@ -196,7 +220,8 @@ class Policy:
         ``episode_start`` to :meth:`act`'s."""
         memory = reset_memory(memory, episode_start)
         memory_next, out = self._apply(params, memory, observation)
-        outputs = {**self._sample(out, key), MEMORY: memory, EPISODE_START: episode_start}
+        sampled = self._sample(out, key, action_mask)
+        outputs = {**sampled, MEMORY: memory, EPISODE_START: episode_start}
         return memory_next, outputs
 
     def unroll(
@@ -240,23 +265,27 @@ class Policy:
     def value(self, params: Any, observation: jax.Array) -> jax.Array:
         return self._apply(params, observation, method=ActorCritic.value)
 
-    def mode(self, params: Any, observation: jax.Array) -> jax.Array:
-        """The deterministic policy (for evaluation): the most probable action, or the Gaussian's
-        mean clipped to the box."""
-        return self._mode(self._apply(params, observation))
+    def mode(self, params: Any, observation: jax.Array, action_mask=None) -> jax.Array:
+        """The deterministic policy (for evaluation): the most probable (legal) action, or the
+        Gaussian's mean clipped to the box."""
+        return self._mode(self._apply(params, observation), action_mask)
 
     def recurrent_mode(
-        self, params: Any, observation: jax.Array, memory: jax.Array
+        self, params: Any, observation: jax.Array, memory: jax.Array, action_mask=None
     ) -> tuple[jax.Array, jax.Array]:
         """:meth:`mode` with memory: ``(actions, memory after the step)``; the caller resets
         ``memory`` to :meth:`initial_memory` where episodes start (``Algorithm.policy_memory``)."""
         memory, out = self._apply(params, memory, observation)
-        return self._mode(out), memory
+        return self._mode(out, action_mask), memory
 
-    def _mode(self, out: tuple[jax.Array, ...]) -> jax.Array:
+    def _mode(self, out: tuple[jax.Array, ...], action_mask=None) -> jax.Array:
         if self.continuous:
             return jnp.clip(out[0], self.low, self.high)
-        return dist.categorical_mode(out[0])
+        return dist.categorical_mode(dist.mask_logits(out[0], action_mask))
+
+    def action_mask(self, trajectory: Transition) -> jax.Array | None:
+        """The legal actions the actor sampled among at each step (``[T, B, n]``), or None."""
+        return trajectory.info[ACTION_MASK] if self.masked else None
 
     def learned_action(self, trajectory: Transition) -> jax.Array:
         """The action whose log-probability the learner evaluates: the raw Gaussian sample for a

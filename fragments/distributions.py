@@ -13,6 +13,16 @@ import numpy as np
 from jaxrl_fdg import rng
 
 
+def mask_logits(logits: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """``logits`` with the illegal actions (``mask`` False) set to the lowest float: a softmax
+    gives them probability 0, sampling and ``argmax`` never pick them, their log-probability is
+    finite, so the entropy sums ``0 · log 0`` terms as 0 rather than NaN, and no gradient
+    reaches them. ``mask`` None leaves ``logits`` as they are (no mask)."""
+    if mask is None:
+        return logits
+    return jnp.where(mask, logits, jnp.finfo(logits.dtype).min)
+
+
 def categorical_sample(key: jax.Array, logits: jax.Array) -> jax.Array:
     """Sample ``a ~ softmax(logits)`` along the last axis; shape ``logits.shape[:-1]``, int32."""
     return rng.categorical(key, logits).astype(jnp.int32)

@@ -16,7 +16,7 @@ import optax
 
 from jaxrl_fdg import rng
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
-from jaxrl_fdg.core.names import ACTION, OBSERVATION, PARAMS
+from jaxrl_fdg.core.names import ACTION, ACTION_MASK, OBSERVATION, PARAMS
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 
 
@@ -26,26 +26,39 @@ def epsilon_schedule(start: float, end: float, fraction: float, total_steps: int
     return optax.linear_schedule(start, end, max(1, int(fraction * total_steps)))
 
 
-def counting_actor(act: Callable[[jax.Array, Any, jax.Array], Any]) -> Fragment:
+def counting_actor(
+    act: Callable[[jax.Array, Any, jax.Array], Any], masked: bool = False
+) -> Fragment:
     """The actor fragment whose state is the number of env steps taken (int32, from 0), which
     drives its schedules: ``act(steps, inputs, key) -> (steps + B, {"action": ...})`` reads the
-    learner's published ``params`` and the ``observation``."""
+    learner's published ``params`` and the ``observation``, and with ``masked`` the env's
+    ``action_mask``."""
     return fragment(
         "actor",
         Role.ACTOR,
         act,
         init=lambda key: jnp.zeros((), jnp.int32),
-        inputs=(OBSERVATION, PARAMS),
+        inputs=(OBSERVATION, PARAMS, *((ACTION_MASK,) if masked else ())),
         outputs=(ACTION,),
     )
 
 
+def mask_q_values(q_values: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """``q_values`` ``[..., A]`` with the illegal actions (``mask`` False) at the lowest float,
+    so that no ``max`` or ``argmax`` over actions picks them; as they are for ``mask`` None."""
+    if mask is None:
+        return q_values
+    return jnp.where(mask, q_values, jnp.finfo(q_values.dtype).min)
+
+
 def greedy_policy(q_values: Callable[[Any, jax.Array], jax.Array]) -> Callable:
     """The deterministic policy of a Q-function ``q_values(params, observation) -> [B, A]``:
-    ``(params, observation) -> argmax_a Q`` (int32 ``[B]``), for evaluation."""
+    ``(params, observation, action_mask=None) -> argmax_a Q`` over the legal actions (int32
+    ``[B]``), for evaluation."""
 
-    def greedy(params: Any, observation: jax.Array) -> jax.Array:
-        return jnp.argmax(q_values(params, observation), axis=-1).astype(jnp.int32)
+    def greedy(params: Any, observation: jax.Array, action_mask=None) -> jax.Array:
+        q = mask_q_values(q_values(params, observation), action_mask)
+        return jnp.argmax(q, axis=-1).astype(jnp.int32)
 
     return greedy
 
@@ -58,15 +71,21 @@ def random_actions(key: jax.Array, space: Space, batch: int) -> jax.Array:
     return rng.uniform(key, (batch, *space.shape), space.dtype, low, high)
 
 
-def epsilon_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.Array:
-    """``argmax_a Q(s, a)`` with probability ``1 − ε``, a uniform action otherwise.
+def epsilon_greedy(
+    key: jax.Array, q_values: jax.Array, epsilon: jax.Array, mask: jax.Array | None = None
+) -> jax.Array:
+    """``argmax_a Q(s, a)`` with probability ``1 − ε``, a uniform action otherwise; with
+    ``mask`` (bool ``[B, A]``) both over the legal actions only.
 
     ``q_values``: ``[B, A]``; returns int32 ``[B]``.
     """
     k_explore, k_action = rng.split(key)
     batch, num_actions = q_values.shape
-    greedy = jnp.argmax(q_values, axis=-1).astype(jnp.int32)
-    uniform = rng.randint(k_action, (batch,), 0, num_actions)
+    greedy = jnp.argmax(mask_q_values(q_values, mask), axis=-1).astype(jnp.int32)
+    if mask is None:
+        uniform = rng.randint(k_action, (batch,), 0, num_actions)
+    else:  # uniform over each row's legal actions
+        uniform = rng.categorical(k_action, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
     return jnp.where(rng.uniform(k_explore, (batch,)) < epsilon, uniform, greedy)
 
 

@@ -24,11 +24,14 @@ from jaxrl_fdg.fragments.torsos import (
     Conv,
     ConvTorso,
     NatureTorso,
+    ObservationEncoder,
+    ObsNdim,
     _flat_observation,
     check_torso,
     features,
     image_min_size,
     image_torso,
+    observation_ndim,
     strided_conv,
 )
 
@@ -48,7 +51,7 @@ class ActorCritic(nn.Module):
     num_actions: int
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
-    obs_ndim: int = 1
+    obs_ndim: ObsNdim = 1
     torso: str = "mlp"
 
     def setup(self) -> None:
@@ -64,10 +67,16 @@ class ActorCritic(nn.Module):
 
     def _network(self, out_dim: int, out_scale: float) -> nn.Module:
         mlp = MLP(self.hidden_sizes, out_dim, self.activation, out_scale=out_scale)
+        if isinstance(self.obs_ndim, tuple):  # a structured observation: leaf by leaf
+            return nn.Sequential(
+                [ObservationEncoder(self.obs_ndim, self.torso, self.activation), mlp]
+            )
         torso = image_torso(self.torso, self.activation)
         return mlp if torso is None else nn.Sequential([torso, mlp])
 
-    def _input(self, obs: jax.Array) -> jax.Array:
+    def _input(self, obs: Any) -> Any:
+        if isinstance(self.obs_ndim, tuple):
+            return obs
         obs = obs.astype(jnp.float32)
         if self.torso != "mlp":
             return obs
@@ -113,7 +122,7 @@ class QNetwork(nn.Module):
     hidden_sizes: Sequence[int] = (128, 128)
     activation: str = "relu"
     dueling: bool = False
-    obs_ndim: int = 1
+    obs_ndim: ObsNdim = 1
     layer_norm: bool = False
     torso: str = "mlp"
 
@@ -149,7 +158,7 @@ class CategoricalQNetwork(nn.Module):
     hidden_sizes: Sequence[int] = (128, 128)
     activation: str = "relu"
     dueling: bool = False
-    obs_ndim: int = 1
+    obs_ndim: ObsNdim = 1
     torso: str = "mlp"
 
     @nn.compact
@@ -189,7 +198,7 @@ class ContinuousCritic(nn.Module):
     num_critics: int = 2
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
-    obs_ndim: int = 1
+    obs_ndim: ObsNdim = 1
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
@@ -220,7 +229,7 @@ class DeterministicActor(nn.Module):
     action_dim: int
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
-    obs_ndim: int = 1
+    obs_ndim: ObsNdim = 1
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -242,7 +251,7 @@ class SquashedGaussianActor(nn.Module):
     action_dim: int
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
-    obs_ndim: int = 1
+    obs_ndim: ObsNdim = 1
     log_std_min: float = -5.0
     log_std_max: float = 2.0
 
@@ -267,6 +276,7 @@ __all__ = [
     "DeterministicActor",
     "GaussianActorCritic",
     "NatureTorso",
+    "ObservationEncoder",
     "QNetwork",
     "SquashedGaussianActor",
     "check_torso",
@@ -274,6 +284,7 @@ __all__ = [
     "hidden_features",
     "image_min_size",
     "image_torso",
+    "observation_ndim",
     "orthogonal",
     "strided_conv",
 ]

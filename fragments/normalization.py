@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.names import BATCH, OBSERVATION_MOMENTS, TRAJECTORY
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.observation_wrappers import standardize, update_running_moments
 
 # The variables collection holding the moments, beside flax's ``params``.
@@ -35,14 +36,18 @@ COLLECTION = "observation_moments"
 
 
 class Moments(NamedTuple):
-    mean: jax.Array  # float32, one observation's shape
-    var: jax.Array  # float32, one observation's shape (population variance)
+    mean: Any  # float32, one observation's shape (a pytree of them for a structured one)
+    var: Any  # float32, one observation's shape (population variance), or a pytree of them
     count: jax.Array  # float32 scalar: observations folded in + the initial pseudo-count
 
 
 class ObservationMoments:
     """Running moments of observations of ``shape``, and the standardisation they define:
     ``clip((x - mean) / sqrt(var + epsilon), -clip, clip)``.
+
+    ``shape`` is one observation's shape, or an observation space: a structured one
+    (:class:`~jaxrl_fdg.envs.spaces.Dict`, :class:`~jaxrl_fdg.envs.spaces.Tuple`) keeps the
+    moments of each leaf apart, in pytrees of the observation's structure.
 
     They start at mean 0, variance 1 with pseudo-count ``count_epsilon`` (the env wrapper's
     defaults, gymnasium's ``RunningMeanStd``), so the first rollout all but replaces them."""
@@ -54,22 +59,31 @@ class ObservationMoments:
         epsilon: float = 1e-8,
         count_epsilon: float = 1e-4,
     ):
-        self.shape = tuple(shape)
+        if isinstance(shape, spaces.Space):  # spaces are named tuples: tell them apart first
+            self.shape = tuple(getattr(shape, "shape", ()))
+            self.structure: Any = spaces.structure(shape)
+        else:
+            self.shape = tuple(shape)
+            self.structure = jax.ShapeDtypeStruct(self.shape, jnp.float32)
         self.clip = clip
         self.epsilon = epsilon
         self.count_epsilon = count_epsilon
 
     def init(self) -> Moments:
         return Moments(
-            jnp.zeros(self.shape, jnp.float32),
-            jnp.ones(self.shape, jnp.float32),
+            jax.tree.map(lambda s: jnp.zeros(s.shape, jnp.float32), self.structure),
+            jax.tree.map(lambda s: jnp.ones(s.shape, jnp.float32), self.structure),
             jnp.float32(self.count_epsilon),
         )
 
-    def standardize(self, moments: Moments, observation: jax.Array) -> jax.Array:
-        """``observation`` (any leading batch axes) standardised by ``moments``."""
-        x = jnp.asarray(observation, jnp.float32)
-        return standardize(x, moments.mean, moments.var, self.epsilon, self.clip)
+    def standardize(self, moments: Moments, observation: Any) -> Any:
+        """``observation`` (any leading batch axes) standardised by ``moments``, leaf by leaf."""
+
+        def leaf(x, mean, var):
+            x = jnp.asarray(x, jnp.float32)
+            return standardize(x, mean, var, self.epsilon, self.clip)
+
+        return jax.tree.map(leaf, observation, moments.mean, moments.var)
 
     def update(
         self, moments: Moments, observations: jax.Array, pool: Callable[[Any], Any]
@@ -82,10 +96,25 @@ class ObservationMoments:
         all copies' observations, exactly (every shard holds as many). Each copy counts its own
         observations: only the ratio of a batch's count to the total weighs, and it is the same
         whichever count both use (up to the pseudo-count)."""
-        x = jnp.asarray(observations, jnp.float32).reshape(-1, *self.shape)
-        mean = pool(x.mean(axis=0))
-        var = pool(jnp.square(x - mean).mean(axis=0))
-        return Moments(*update_running_moments(*moments, mean, var, jnp.float32(x.shape[0])))
+
+        def leaf(s, x, old_mean, old_var):
+            x = jnp.asarray(x, jnp.float32).reshape(-1, *s.shape)
+            mean = pool(x.mean(axis=0))
+            var = pool(jnp.square(x - mean).mean(axis=0))
+            count = jnp.float32(x.shape[0])
+            return Moments(
+                *update_running_moments(old_mean, old_var, moments.count, mean, var, count)
+            )
+
+        # One Moments per leaf, the same count in each; then one Moments of pytrees.
+        folded = jax.tree.map(leaf, self.structure, observations, moments.mean, moments.var)
+        per_leaf = jax.tree.leaves(folded, is_leaf=lambda t: isinstance(t, Moments))
+        treedef = jax.tree.structure(self.structure)
+        return Moments(
+            treedef.unflatten([m.mean for m in per_leaf]),
+            treedef.unflatten([m.var for m in per_leaf]),
+            per_leaf[0].count,
+        )
 
 
 def trainable(variables: Any) -> Any:

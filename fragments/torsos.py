@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments.layers import ACTIVATIONS, orthogonal
 
@@ -187,26 +189,90 @@ TORSO_HELP = (
 )
 
 
-def check_torso(torso: str, obs_shape: tuple[int, ...]) -> None:
-    """An image torso needs image observations ``[height, width, channels]`` it fits."""
+ObsNdim = int | tuple[int, ...]
+"""The rank of one observation (an int), or of each leaf of a structured one, in pytree order (a
+tuple): what the networks need to tell an observation's axes from the batch's."""
+
+
+def observation_ndim(space: Any) -> ObsNdim:
+    """``len(shape)`` of an observation space of one array; for a structured space
+    (:class:`~jaxrl_fdg.envs.spaces.Dict`, :class:`~jaxrl_fdg.envs.spaces.Tuple`) the tuple of
+    its leaves' ranks, in the order ``jax.tree.leaves`` gives the observation's arrays."""
+    if spaces.is_nested(space):
+        return tuple(len(leaf.shape) for _, leaf in spaces.leaves(space))
+    return len(space.shape)
+
+
+def check_torso(torso: str, obs: Any) -> None:
+    """An image torso needs image observations ``[height, width, channels]`` it fits.
+
+    ``obs`` is the observation's shape, or its space: in a structured one the image torso reads
+    the leaves of rank 3 (each through its own convolutions) and flattens the others, so at
+    least one leaf must be an image it fits, and every rank-3 leaf must fit."""
     size = image_min_size(torso)
-    if size and (len(obs_shape) != 3 or min(obs_shape[:2]) < size):
+    if not size:
+        return
+    if spaces.is_nested(obs):
+        images = [(path, leaf.shape) for path, leaf in spaces.leaves(obs) if len(leaf.shape) == 3]
+        small = [(p, s) for p, s in images if min(s[:2]) < size]
+        if images and not small:
+            return
+        found = ", ".join(f"{p}: {tuple(s)}" for p, s in spaces.leaves_shapes(obs))
+        raise ConfigError(
+            f"torso {torso!r} needs image leaves [height, width, channels] of at least {size} × "
+            f"{size} in the observation, got {found}; use torso 'mlp' for this environment"
+        )
+    obs_shape = tuple(getattr(obs, "shape", obs))
+    if len(obs_shape) != 3 or min(obs_shape[:2]) < size:
         raise ConfigError(
             f"torso {torso!r} needs image observations [height, width, channels] of at least "
             f"{size} × {size}, got shape {obs_shape}; use torso 'mlp' for this environment"
         )
 
 
-def features(obs: jax.Array, obs_ndim: int, torso: str, activation: str) -> jax.Array:
+def features(obs: Any, obs_ndim: ObsNdim, torso: str, activation: str) -> jax.Array:
     """``[..., *obs_shape] -> [..., F]`` in float32: the observation flattened (``mlp``), or
-    through the image torso ``torso`` names (which takes ``[..., H, W, C]``)."""
+    through the image torso ``torso`` names (which takes ``[..., H, W, C]``).
+
+    A structured observation (``obs_ndim`` a tuple) goes leaf by leaf: each image leaf (rank 3)
+    through an image torso of its own where ``torso`` names one, every other leaf flattened,
+    and the features of all joined along the last axis."""
+    if isinstance(obs_ndim, tuple):
+        return ObservationEncoder(obs_ndim, torso, activation)(obs)
     module = image_torso(torso, activation)
     if module is None:
         return _flat_observation(obs, obs_ndim)
     return module(obs.astype(jnp.float32))
 
 
-def _flat_observation(obs: jax.Array, obs_ndim: int) -> jax.Array:
-    """``[..., *obs_shape] -> [..., prod(obs_shape)]`` in float32."""
+class ObservationEncoder(nn.Module):
+    """The features of a structured observation (a dict or tuple of arrays), leaf by leaf:
+    image leaves (rank 3) through the image torso ``torso`` names, one per leaf, every other
+    leaf flattened; joined along the last axis in pytree order. Input: the observation with any
+    leading batch axes; output ``[..., F]`` float32."""
+
+    obs_ndim: tuple[int, ...]
+    torso: str = "mlp"
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, obs: Any) -> jax.Array:
+        parts = []
+        for x, ndim in zip(jax.tree.leaves(obs), self.obs_ndim, strict=True):
+            module = image_torso(self.torso, self.activation) if ndim == 3 else None
+            if module is None:
+                parts.append(_flat_observation(x, ndim))
+            else:
+                parts.append(module(x.astype(jnp.float32)))
+        return jnp.concatenate(parts, axis=-1)
+
+
+def _flat_observation(obs: Any, obs_ndim: ObsNdim) -> jax.Array:
+    """``[..., *obs_shape] -> [..., prod(obs_shape)]`` in float32; a structured observation's
+    leaves (``obs_ndim`` a tuple) each flattened so, then joined in pytree order."""
+    if isinstance(obs_ndim, tuple):
+        leaves = jax.tree.leaves(obs)
+        flat = [_flat_observation(x, n) for x, n in zip(leaves, obs_ndim, strict=True)]
+        return jnp.concatenate(flat, axis=-1)
     lead = obs.shape[: obs.ndim - obs_ndim]
     return obs.reshape(*lead, -1).astype(jnp.float32)

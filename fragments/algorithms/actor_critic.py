@@ -47,6 +47,7 @@ from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.core.names import (
+    ACTION_MASK,
     EPISODE_START,
     EPISODE_STEP,
     LOG_PROB,
@@ -113,7 +114,7 @@ class ActorCriticConfig:
 
 def check(name: str, ctx: AlgorithmContext[ActorCriticConfig]) -> None:
     """Reject spaces the policy cannot handle, before anything is compiled."""
-    space, obs_shape = ctx.action_space, tuple(ctx.observation_space.shape)
+    space = ctx.action_space
     if isinstance(space, Box):
         if len(space.shape) != 1:
             raise ConfigError(
@@ -124,7 +125,7 @@ def check(name: str, ctx: AlgorithmContext[ActorCriticConfig]) -> None:
         raise ConfigError(
             f"{name} needs a Discrete or Box action space, got {type(space).__name__}"
         )
-    check_torso(ctx.hparams.torso, obs_shape)
+    check_torso(ctx.hparams.torso, ctx.observation_space)
 
 
 def actor(policy: Policy, num_envs: int) -> Fragment:
@@ -135,13 +136,19 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
     is 0 an episode starts (:meth:`Policy.act_recurrent`). It also writes the memory it acted
     from and ``episode_start`` (bool ``[B]``), which the trajectory records beside the actions
     they belong to."""
+    masked = (ACTION_MASK,) if policy.masked else ()
     if not policy.recurrent:
 
         def act(state, inputs, key):
-            return state, policy.act(inputs[PARAMS], inputs[OBSERVATION], key)
+            mask = inputs.get(ACTION_MASK)
+            return state, policy.act(inputs[PARAMS], inputs[OBSERVATION], key, mask)
 
         return fragment(
-            "actor", Role.ACTOR, act, inputs=(OBSERVATION, PARAMS), outputs=policy.outputs
+            "actor",
+            Role.ACTOR,
+            act,
+            inputs=(OBSERVATION, PARAMS, *masked),
+            outputs=policy.outputs,
         )
 
     def init(key: jax.Array) -> ActorMemory:
@@ -157,8 +164,9 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
                 "(placement host_env acts for each half of the batch in turn; use placement "
                 "single or data_parallel with memory gru or lstm)"
             )
+        start = inputs[EPISODE_STEP] == 0
         memory, outputs = policy.act_recurrent(
-            inputs[PARAMS], state.memory, observation, inputs[EPISODE_STEP] == 0, key
+            inputs[PARAMS], state.memory, observation, start, key, inputs.get(ACTION_MASK)
         )
         return ActorMemory(memory), outputs
 
@@ -167,7 +175,7 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
         Role.ACTOR,
         act_recurrent,
         init=init,
-        inputs=(OBSERVATION, EPISODE_STEP, PARAMS),
+        inputs=(OBSERVATION, EPISODE_STEP, PARAMS, *masked),
         outputs=policy.outputs,
     )
 
@@ -208,6 +216,7 @@ def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCri
         trajectory.extras[VALUE],
         advantage,
         target,
+        policy.action_mask(trajectory),
     )
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
 
@@ -238,7 +247,9 @@ def make_sequences(
         extras[EPISODE_START],
     )
     env_major = [jnp.swapaxes(x, 0, 1) for x in time_major]
-    return Sequences(*env_major, memory=extras[MEMORY][0])
+    mask = policy.action_mask(trajectory)
+    mask = None if mask is None else jnp.swapaxes(mask, 0, 1)
+    return Sequences(*env_major, memory=extras[MEMORY][0], action_mask=mask)
 
 
 def advantages(hp: ActorCriticConfig, batch: Batch | Sequences) -> jax.Array:

@@ -26,9 +26,10 @@ import jax.numpy as jnp
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.fragments import losses
+from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.algorithms import dqn
 from jaxrl_fdg.fragments.networks import CategoricalQNetwork
+from jaxrl_fdg.fragments.torsos import observation_ndim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +89,7 @@ def build(ctx: AlgorithmContext[C51Config]) -> Algorithm:
         hidden_sizes=tuple(hp.hidden_sizes),
         activation=hp.activation,
         dueling=hp.dueling,
-        obs_ndim=len(ctx.observation_space.shape),
+        obs_ndim=observation_ndim(ctx.observation_space),
         torso=hp.torso,
     )
     return dqn.build_q_learning(ctx, "c51", categorical_head(net, hp))
@@ -108,7 +109,7 @@ def categorical_head(net: CategoricalQNetwork, hp: C51Config) -> dqn.QHead:
             chooser = q_values(params, exp.next_observation)
         else:
             chooser = expected_q(logits_next, atoms)
-        best = jnp.argmax(chooser, axis=-1)
+        best = jnp.argmax(exploration.mask_q_values(chooser, exp.next_action_mask), axis=-1)
         p_next = jax.nn.softmax(_at_action(logits_next, best), axis=-1)
         return losses.categorical_td_target(exp.reward, exp.discount, p_next, atoms)
 

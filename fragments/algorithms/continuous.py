@@ -33,9 +33,11 @@ import optax
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, hparam
 from jaxrl_fdg.core.names import ACTION, OBSERVATION, PARAMS
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.fragments import exploration, losses, normalization
 from jaxrl_fdg.fragments.algorithms import offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
+from jaxrl_fdg.fragments.torsos import observation_ndim
 
 # The run SAC, TD3 and DDPG default to (``AlgorithmSpec.defaults``): Pendulum-v1, which each
 # solves in about 20,000 steps (CleanRL's and the TD3 authors' settings), with margin; 4 envs ×
@@ -112,7 +114,7 @@ class Critic(NamedTuple):
 
 
 def observation_example(ctx: AlgorithmContext) -> jax.Array:
-    return jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
+    return spaces.example(ctx.observation_space)
 
 
 def action_dim(ctx: AlgorithmContext) -> int:
@@ -126,7 +128,7 @@ def critic_network(ctx: AlgorithmContext[ContinuousConfig]) -> ContinuousCritic:
         num_critics=hp.num_critics,
         hidden_sizes=tuple(hp.hidden_sizes),
         activation=hp.activation,
-        obs_ndim=len(ctx.observation_space.shape),
+        obs_ndim=observation_ndim(ctx.observation_space),
     )
 
 
@@ -267,7 +269,7 @@ def build(
 
     moments, extra, learner_inputs = None, (), ()
     if hp.normalize_observations:
-        moments = normalization.ObservationMoments(ctx.observation_space.shape)
+        moments = normalization.ObservationMoments(ctx.observation_space)
         statistics, init, learn, published = normalization.normalized_observations(
             ctx, moments, init, learn, published
         )

@@ -28,7 +28,16 @@ import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
-from jaxrl_fdg.core.names import ACTION, BATCH, METRICS, OBSERVATION, PARAMS, TD_ERROR
+from jaxrl_fdg.core.names import (
+    ACTION,
+    ACTION_MASK,
+    BATCH,
+    METRICS,
+    OBSERVATION,
+    PARAMS,
+    TD_ERROR,
+)
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses
@@ -41,6 +50,7 @@ from jaxrl_fdg.fragments.networks import (
     check_torso,
     hidden_features,
 )
+from jaxrl_fdg.fragments.torsos import observation_ndim
 
 TD_LOSSES = ("huber", "mse")
 
@@ -129,7 +139,7 @@ def check_discrete(ctx: AlgorithmContext[DQNConfig], name: str) -> None:
         raise ConfigError(
             f"{name} needs a Discrete action space, got {type(ctx.action_space).__name__}"
         )
-    check_torso(ctx.hparams.torso, tuple(ctx.observation_space.shape))
+    check_torso(ctx.hparams.torso, ctx.observation_space)
     offpolicy.check(ctx)
 
 
@@ -140,7 +150,7 @@ def build(ctx: AlgorithmContext[DQNConfig]) -> Algorithm:
         hidden_sizes=tuple(hp.hidden_sizes),
         activation=hp.activation,
         dueling=hp.dueling,
-        obs_ndim=len(ctx.observation_space.shape),
+        obs_ndim=observation_ndim(ctx.observation_space),
         torso=hp.torso,
     )
     return build_q_learning(ctx, "dqn", scalar_head(net, hp))
@@ -154,8 +164,13 @@ def scalar_head(net: QNetwork, hp: DQNConfig) -> QHead:
     """
 
     def target(params, target_params, exp):
-        q_next_target = net.apply(target_params, exp.next_observation)
-        q_next_online = net.apply(params, exp.next_observation) if hp.double_q else None
+        mask = exp.next_action_mask  # None without an action mask: every action is legal
+        q_next_target = exploration.mask_q_values(
+            net.apply(target_params, exp.next_observation), mask
+        )
+        q_next_online = None
+        if hp.double_q:
+            q_next_online = exploration.mask_q_values(net.apply(params, exp.next_observation), mask)
         return losses.td_target(
             exp.reward, exp.discount, losses.q_learning_next_value(q_next_target, q_next_online)
         )
@@ -197,14 +212,14 @@ def build_q_learning(ctx: AlgorithmContext[DQNConfig], name: str, head: QHead) -
     epsilon = exploration.epsilon_schedule(
         hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, total_steps
     )
-    obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
+    obs_example = spaces.example(ctx.observation_space)
 
     def act(steps, inputs, key):
         """ε-greedy on the online network; uniformly random during the warm-up. The actor's
         state counts the env steps taken, which drive the ε schedule."""
         q_values = head.q_values(inputs[PARAMS], inputs[OBSERVATION])
         eps = jnp.where(exploration.warming_up(steps, hp.learning_starts), 1.0, epsilon(steps))
-        action = exploration.epsilon_greedy(key, q_values, eps)
+        action = exploration.epsilon_greedy(key, q_values, eps, inputs.get(ACTION_MASK))
         return steps + q_values.shape[0], {ACTION: action}
 
     def init(key):

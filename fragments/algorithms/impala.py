@@ -74,7 +74,8 @@ def build(ctx: AlgorithmContext[IMPALAConfig]) -> Algorithm:
     def loss(params, trajectory: Transition):
         # One forward pass serves the gradient and, stopped, the V-trace targets.
         action = policy.learned_action(trajectory)
-        log_prob, entropy, value = policy.evaluate(params, trajectory.observation, action)
+        mask = policy.action_mask(trajectory)  # None without an action mask
+        log_prob, entropy, value = policy.evaluate(params, trajectory.observation, action, mask)
         value_next = policy.value(params, trajectory.next_observation)
         targets, advantages = losses.vtrace(
             value,

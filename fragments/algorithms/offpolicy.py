@@ -32,6 +32,7 @@ from jaxrl_fdg.core.names import (
     BATCH_SLOTS,
     ENV_STEPS,
     METRICS,
+    NEXT_ACTION_MASK,
     OBSERVATION_MOMENTS,
     PARAMS,
     REPLAY_READY,
@@ -39,6 +40,7 @@ from jaxrl_fdg.core.names import (
     TD_ERROR,
     TRAJECTORY,
 )
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Box, Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses
@@ -130,6 +132,7 @@ class Experience(NamedTuple):
     reward: jax.Array
     discount: jax.Array
     next_observation: jax.Array
+    next_action_mask: jax.Array | None = None  # legal actions at next_observation, if masked
 
 
 class Batch(NamedTuple):
@@ -194,23 +197,32 @@ def n_step_experience(trajectory: Any, gamma: float, n: int) -> Experience:
     reward, discount, next_index = losses.n_step_returns(
         trajectory.reward, trajectory.terminated, trajectory.truncated, gamma, n
     )
-    next_observation = jnp.take_along_axis(
-        trajectory.next_observation,
-        next_index.reshape(*next_index.shape, *(1,) * (trajectory.next_observation.ndim - 2)),
-        axis=0,
-    )
+
+    def at_next(x: jax.Array) -> jax.Array:
+        index = next_index.reshape(*next_index.shape, *(1,) * (x.ndim - 2))
+        return jnp.take_along_axis(x, index, axis=0)
+
+    next_observation = jax.tree.map(at_next, trajectory.next_observation)
+    next_mask = trajectory.info.get(NEXT_ACTION_MASK)
     experience = Experience(
-        trajectory.observation, trajectory.action, reward, discount, next_observation
+        trajectory.observation,
+        trajectory.action,
+        reward,
+        discount,
+        next_observation,
+        None if next_mask is None else at_next(next_mask),
     )
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), experience)
 
 
 def example_experience(ctx: AlgorithmContext) -> Experience:
     obs_space, act_space = ctx.observation_space, ctx.action_space
-    observation = jnp.zeros(obs_space.shape, obs_space.dtype)
+    observation = spaces.example(obs_space)
     dtype = jnp.int32 if isinstance(act_space, Discrete) else act_space.dtype
     scalar = jnp.zeros((), jnp.float32)
-    return Experience(observation, jnp.zeros(act_space.shape, dtype), scalar, scalar, observation)
+    mask = jnp.ones((act_space.n,), bool) if ctx.has_action_mask else None
+    action = jnp.zeros(act_space.shape, dtype)
+    return Experience(observation, action, scalar, scalar, observation, mask)
 
 
 def storage(ctx: AlgorithmContext[OffPolicyConfig]) -> tuple[str, int]:
@@ -223,10 +235,18 @@ def storage(ctx: AlgorithmContext[OffPolicyConfig]) -> tuple[str, int]:
     """
     hp, space = ctx.hparams, ctx.observation_space
     kind = hp.replay_storage
+    structured = spaces.is_nested(space) or ctx.has_action_mask
     if kind == "auto":
-        kind = "frames" if jnp.dtype(space.dtype) == jnp.uint8 else "transitions"
+        frames = not structured and jnp.dtype(space.dtype) == jnp.uint8
+        kind = "frames" if frames else "transitions"
     if kind == "transitions":
         return kind, 1
+    if structured:
+        raise ConfigError(
+            "replay_storage = frames stores one image observation per step; this environment's "
+            "observations are structured or come with an action mask: use replay_storage = "
+            "transitions (or auto)"
+        )
     stack = hp.frame_stack or int(getattr(ctx.env, "frame_stack", 1) or 1)
     shape = tuple(space.shape)
     if stack > 1 and (not shape or shape[-1] != stack):
@@ -276,7 +296,8 @@ def replay_buffer(
 
     def init(observation, action):
         scalar = jnp.zeros((), jnp.float32)
-        return buffer.init(Experience(observation, action, scalar, scalar, observation))
+        mask = jnp.ones((ctx.action_space.n,), bool) if ctx.has_action_mask else None
+        return buffer.init(Experience(observation, action, scalar, scalar, observation, mask))
 
     def store(state, trajectory):
         return buffer.add(state, n_step_experience(trajectory, gamma, hp.n_step))
@@ -398,7 +419,7 @@ def actor_and_learner(
     :func:`update_rounds`, reads ``batch`` (and any further ``inputs``) and outputs ``metrics``
     and ``td_error``, publishing ``params(state)`` for the actor.
     """
-    actor = exploration.counting_actor(act)
+    actor = exploration.counting_actor(act, masked=ctx.has_action_mask)
     learner = fragment(
         "learner",
         Role.LEARNER,

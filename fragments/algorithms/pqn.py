@@ -31,7 +31,16 @@ import optax
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.loop import Transition
-from jaxrl_fdg.core.names import ACTION, METRICS, OBSERVATION, PARAMS, TRAJECTORY
+from jaxrl_fdg.core.names import (
+    ACTION,
+    ACTION_MASK,
+    METRICS,
+    NEXT_ACTION_MASK,
+    OBSERVATION,
+    PARAMS,
+    TRAJECTORY,
+)
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Discrete
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses
@@ -44,6 +53,7 @@ from jaxrl_fdg.fragments.networks import (
     QNetwork,
     check_torso,
 )
+from jaxrl_fdg.fragments.torsos import observation_ndim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +109,7 @@ def check(ctx: AlgorithmContext[PQNConfig]) -> None:
             f"got {type(ctx.action_space).__name__}; for continuous actions use sac, td3, ddpg "
             f"or ppo"
         )
-    check_torso(ctx.hparams.torso, tuple(ctx.observation_space.shape))
+    check_torso(ctx.hparams.torso, ctx.observation_space)
     validate.divides(
         "num_minibatches", ctx.hparams.num_minibatches, "num_envs × rollout_len", ctx.batch_size
     )
@@ -115,7 +125,8 @@ class Batch(NamedTuple):
 
 def make_batch(net: QNetwork, params, trajectory: Transition, hp: PQNConfig) -> Batch:
     """Q(λ) targets for a rollout ``[T, B]`` from ``params``, flattened over time and envs."""
-    q_next = net.apply(params, trajectory.next_observation).max(axis=-1)
+    q_next = net.apply(params, trajectory.next_observation)
+    q_next = exploration.mask_q_values(q_next, trajectory.info.get(NEXT_ACTION_MASK)).max(axis=-1)
     target = losses.q_lambda_returns(
         hp.reward_scale * trajectory.reward,
         q_next,
@@ -134,7 +145,7 @@ def build(ctx: AlgorithmContext[PQNConfig]) -> Algorithm:
         num_actions=ctx.action_space.n,
         hidden_sizes=tuple(hp.hidden_sizes),
         activation=hp.activation,
-        obs_ndim=len(ctx.observation_space.shape),
+        obs_ndim=observation_ndim(ctx.observation_space),
         layer_norm=hp.layer_norm,
         torso=hp.torso,
     )
@@ -144,13 +155,13 @@ def build(ctx: AlgorithmContext[PQNConfig]) -> Algorithm:
     epsilon = exploration.epsilon_schedule(
         hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, total_steps
     )
-    obs_example = jnp.zeros(ctx.observation_space.shape, ctx.observation_space.dtype)
+    obs_example = spaces.example(ctx.observation_space)
 
     def act(steps, inputs, key):
         """ε-greedy on the learner's parameters; the actor's state counts the env steps taken,
         which drive the ε schedule."""
         q_values = net.apply(inputs[PARAMS], inputs[OBSERVATION])
-        action = exploration.epsilon_greedy(key, q_values, epsilon(steps))
+        action = exploration.epsilon_greedy(key, q_values, epsilon(steps), inputs.get(ACTION_MASK))
         return steps + q_values.shape[0], {ACTION: action}
 
     def loss(params, mb: Batch):
@@ -174,7 +185,7 @@ def build(ctx: AlgorithmContext[PQNConfig]) -> Algorithm:
         return state, {METRICS: {**metrics, "target_mean": batch.target.mean()}}
 
     learner = ac.rollout_learner(lambda key: net.init(key, obs_example), tx, learn)
-    actor = exploration.counting_actor(act)
+    actor = exploration.counting_actor(act, masked=ctx.has_action_mask)
     return Algorithm("pqn", actor, learner, policy=exploration.greedy_policy(net.apply))
 
 

@@ -38,6 +38,7 @@ from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments.algorithms import continuous
 from jaxrl_fdg.fragments.networks import ContinuousCritic, SquashedGaussianActor
+from jaxrl_fdg.fragments.torsos import observation_ndim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +93,7 @@ def build(ctx: AlgorithmContext[SACConfig]) -> Algorithm:
         action_dim=continuous.action_dim(ctx),
         hidden_sizes=tuple(hp.hidden_sizes),
         activation=hp.activation,
-        obs_ndim=len(ctx.observation_space.shape),
+        obs_ndim=observation_ndim(ctx.observation_space),
     )
     critic_net = continuous.critic_network(ctx)
     actor_tx, critic_tx, alpha_tx = (

@@ -21,6 +21,8 @@ from jaxrl_fdg.config.values import make_hparams
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.lagged import POLICY_LAGS
+from jaxrl_fdg.envs.contracts import check_reset
+from jaxrl_fdg.envs.errors import EnvironmentContractError
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
 from jaxrl_fdg.tuning import Distribution, is_search
@@ -121,7 +123,11 @@ def _place(
     policies.check(placement, asked)
     if env.on_host:  # a host simulator knows its spaces itself
         spaces = env.observation_space, env.action_space
-    else:
+    else:  # an observation unlike its space is refused here, before anything compiles
+        try:
+            check_reset(env, env_params)
+        except EnvironmentContractError as e:
+            raise ConfigError(str(e)) from None
         spaces = env.observation_space(env_params), env.action_space(env_params)
     context = AlgorithmContext(
         observation_space=spaces[0],

@@ -81,6 +81,12 @@ class AlgorithmContext(Generic[H]):
     def batch_size(self) -> int:
         return self.num_envs * self.rollout_len
 
+    @property
+    def has_action_mask(self) -> bool:
+        """Whether the environment publishes an ``action_mask`` edge (bool ``[B, n]``, the legal
+        actions at each observation) that the algorithm's discrete policies must respect."""
+        return bool(getattr(self.env, "has_action_mask", False))
+
     def pool(self, tree: Any) -> Any:
         """The mean of ``tree`` over every copy of the learner (the shards of a data-parallel
         run; the identity on one device): for statistics a learner keeps of its data, such as

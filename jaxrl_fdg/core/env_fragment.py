@@ -23,7 +23,7 @@ from jaxrl_fdg.core.names import (
     TERMINATED,
     TRUNCATED,
 )
-from jaxrl_fdg.envs.base import EpisodeState, TimeStep
+from jaxrl_fdg.envs.base import ACTION_MASK, EpisodeState, TimeStep
 
 if TYPE_CHECKING:
     from jaxrl_fdg.envs.base import Environment
@@ -43,13 +43,16 @@ class EnvFragmentState(NamedTuple):
     """The simulator's state (batched environment state, or a host simulator's handle), the
     observation to act on, and running episode statistics.
 
-    Shapes: ``observation`` ``[B, *obs_shape]``; ``episode_return``/``episode_length`` ``[B]``.
+    Shapes: ``observation`` ``[B, *obs_shape]`` (or a pytree of such arrays);
+    ``episode_return``/``episode_length`` ``[B]``; ``action_mask`` bool ``[B, n]`` for an
+    environment with an action mask, else None.
     """
 
     env: EpisodeState
-    observation: jax.Array
+    observation: Any
     episode_return: jax.Array
     episode_length: jax.Array
+    action_mask: jax.Array | None = None
 
 
 def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env") -> Fragment:
@@ -60,18 +63,28 @@ def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env"
     any reset) and, where the episode ended, its ``episode_return`` and ``episode_length``
     (valid only where ``terminated | truncated``). It publishes ``observation`` and
     ``episode_step`` (:func:`publish`).
+
+    An environment with an action mask also publishes ``action_mask`` (bool ``[B, n]``, the
+    legal actions at ``observation``) and writes ``next_action_mask`` (at
+    ``next_observation``); the keys of its :meth:`~jaxrl_fdg.envs.Environment.info_env` are
+    written as edges of their own, which the trajectory keeps in ``info``.
     """
+    from jaxrl_fdg.envs.contracts import check_reset
+
+    info_names = tuple(k for k in check_reset(env, params).info if k != ACTION_MASK)
 
     # The batch-level entry points draw randomness once per step for the whole batch rather
     # than through one key per environment, which is most of the cost of a classic-control step.
-    def init(key: jax.Array) -> tuple[EpisodeState, jax.Array]:
+    def init(key: jax.Array) -> tuple[EpisodeState, Any, dict]:
         env_state, timestep = env.reset_batch(key, num_envs, params)
-        return env_state, timestep.observation
+        return env_state, timestep.observation, timestep.info
 
     def step_batch(env_state: EpisodeState, action: jax.Array, key: jax.Array):
         return env.step_batch(key, env_state, action, params)
 
-    return batched_env_fragment(name, num_envs, init, step_batch)
+    return batched_env_fragment(
+        name, num_envs, init, step_batch, info=info_names, masked=env.has_action_mask
+    )
 
 
 def batched_env_fragment(
@@ -81,21 +94,29 @@ def batched_env_fragment(
     step: Callable[[Any, jax.Array, jax.Array], tuple[Any, TimeStep]],
     site: Site = Site.DEVICE,
     host_apply: ApplyFn | None = None,
+    info: tuple[str, ...] = (),
+    masked: bool = False,
 ) -> Fragment:
     """The env fragment around any batched simulator: episode statistics, edges, publishing.
 
     Args:
-      init: ``key -> (simulator state, first observation [B, ...])``.
+      init: ``key -> (simulator state, first observation [B, ...])``, or with a third item,
+        the reset's :attr:`~jaxrl_fdg.envs.TimeStep.info` (where ``action_mask`` is).
       step: ``(simulator state, action [B, ...], key) -> (simulator state, TimeStep of [B])``,
         auto-resetting finished episodes itself.
       site: where the simulator steps (:class:`~jaxrl_fdg.core.fragment.Site`).
       host_apply: for a host simulator, ``apply`` in numpy (see ``Fragment.host_apply``).
+      info: the names of the time step's info written as edges (``next_action_mask`` among
+        them for a masked environment).
+      masked: the simulator reports an ``action_mask``, which the fragment keeps and publishes.
     """
 
     def init_state(key: jax.Array) -> EnvFragmentState:
-        sim_state, observation = init(key)
+        sim_state, observation, *rest = init(key)
+        first = rest[0] if rest else {}
         zeros = jnp.zeros((num_envs,), jnp.float32)
-        return EnvFragmentState(sim_state, observation, zeros, zeros.astype(jnp.int32))
+        mask = first[ACTION_MASK] if masked else None
+        return EnvFragmentState(sim_state, observation, zeros, zeros.astype(jnp.int32), mask)
 
     def apply(state: EnvFragmentState, inputs, key: jax.Array):
         sim_state, ts = step(state.env, inputs[ACTION], key)
@@ -107,9 +128,9 @@ def batched_env_fragment(
         apply,
         init=init_state,
         inputs=(ACTION,),
-        outputs=ENV_OUTPUTS,
+        outputs=ENV_OUTPUTS + tuple(info),
         publish=publish,
-        published=PUBLISHED,
+        published=PUBLISHED + ((ACTION_MASK,) if masked else ()),
         site=site,
         host_apply=host_apply,
     )
@@ -131,8 +152,12 @@ def publish(state: EnvFragmentState) -> dict[str, jax.Array]:
     :func:`batched_env_fragment` has it, JAX, brax and host alike), and computes nothing where
     no fragment reads it, not even in the split fusion modes, which gather published edges
     outside compiled programs.
+    An environment with an action mask publishes ``action_mask`` beside them.
     """
-    return {OBSERVATION: state.observation, EPISODE_STEP: state.episode_length}
+    edges = {OBSERVATION: state.observation, EPISODE_STEP: state.episode_length}
+    if state.action_mask is not None:
+        edges[ACTION_MASK] = state.action_mask
+    return edges
 
 
 def record_step(
@@ -147,13 +172,16 @@ def record_step(
     done = xp.logical_or(ts.terminated, ts.truncated)
     ep_return = state.episode_return + ts.reward
     ep_length = state.episode_length + 1
+    info = dict(ts.info)
     new_state = EnvFragmentState(
         sim_state,
         ts.observation,
         xp.where(done, 0.0, ep_return),
         xp.where(done, 0, ep_length),
+        info.pop(ACTION_MASK, None),
     )
     outputs = {
+        **info,
         REWARD: ts.reward,
         TERMINATED: ts.terminated,
         TRUNCATED: ts.truncated,
@@ -184,9 +212,10 @@ def host_env_fragment(simulator: HostSimulator, num_envs: int, name: str = "env"
 
     def init(key):
         seed = jax.random.randint(key, (), 0, 2**30)
-        return io_callback(
+        handle, observation = io_callback(
             host_reset, (jax.ShapeDtypeStruct((), jnp.int32), obs_struct), seed, ordered=True
         )
+        return handle, observation, {}
 
     def step(handle, action, key):
         del key  # the simulators keep their own random streams, seeded at init

@@ -21,7 +21,14 @@ import jax.numpy as jnp
 from jaxrl_fdg.core import cadence
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
-from jaxrl_fdg.core.names import EVAL_LENGTH, EVAL_RETURN, EVAL_RETURN_STD, METRICS, PARAMS
+from jaxrl_fdg.core.names import (
+    ACTION_MASK,
+    EVAL_LENGTH,
+    EVAL_RETURN,
+    EVAL_RETURN_STD,
+    METRICS,
+    PARAMS,
+)
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.errors import GraphError
 
@@ -38,6 +45,7 @@ class _Episodes(NamedTuple):
     done: jax.Array
     key: jax.Array
     memory: Any = ()
+    action_mask: jax.Array | None = None
 
 
 def evaluator(
@@ -57,9 +65,12 @@ def evaluator(
     ``policy(params, observations, memory) -> (actions, memory)``, which starts from
     ``memory(episodes)`` and is reset to it wherever an environment's episode ended (the steps
     after an episode's end count for nothing, but the policy acts on them as on a new episode).
+    For an environment with an action mask the policy is also given ``action_mask=`` (bool
+    ``[B, n]``), the legal actions at the observations.
     """
 
     act, initial = _with_memory(policy, memory)
+    masked = getattr(env, "has_action_mask", False)
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     max_steps = int(env_params.max_steps)
@@ -69,8 +80,9 @@ def evaluator(
         env_state, timestep = reset(jax.random.split(k_reset, episodes), env_params)
         zeros = jnp.zeros((episodes,), jnp.float32)
         no_end = jnp.zeros((episodes,), bool)
+        mask = timestep.info[ACTION_MASK] if masked else None
         start = _Episodes(
-            env_state, timestep.observation, zeros, zeros, no_end, key, initial(episodes)
+            env_state, timestep.observation, zeros, zeros, no_end, key, initial(episodes), mask
         )
 
         def running(c: _Episodes) -> jax.Array:
@@ -78,7 +90,7 @@ def evaluator(
 
         def one_step(c: _Episodes) -> _Episodes:
             key, k_step = jax.random.split(c.key)
-            action, memory_after = act(params, c.observation, c.memory)
+            action, memory_after = act(params, c.observation, c.memory, c.action_mask)
             env_state, ts = step(jax.random.split(k_step, episodes), c.env, action, env_params)
             ended = ts.terminated | ts.truncated
             memory = _reset_where(ended, memory_after, initial(episodes))
@@ -139,6 +151,7 @@ def _record(c: _Episodes, ts: Any, ended: jax.Array) -> _Episodes:
     live = ~c.done
     return c._replace(
         observation=ts.observation,
+        action_mask=ts.info.get(ACTION_MASK),
         total=c.total + jnp.where(live, ts.reward, 0.0),
         length=c.length + live,
         done=c.done | ended,
@@ -148,11 +161,16 @@ def _record(c: _Episodes, ts: Any, ended: jax.Array) -> _Episodes:
 def _with_memory(
     policy: Policy, memory: Callable[[int], Any] | None
 ) -> tuple[Callable[[Any, jax.Array, Any], tuple[jax.Array, Any]], Callable[[int], Any]]:
-    """``(params, observations, memory) -> (actions, memory)`` and the initial memory of ``n``
-    environments, for any policy: one without memory carries an empty one, ``()``."""
+    """``(params, observations, memory, action_mask) -> (actions, memory)`` and the initial
+    memory of ``n`` environments, for any policy: one without memory carries an empty one,
+    ``()``; ``action_mask`` goes to the policy as a keyword where it is not None."""
+
+    def masked(mask: jax.Array | None) -> dict[str, jax.Array]:
+        return {} if mask is None else {"action_mask": mask}
+
     if memory is not None:
-        return policy, memory
-    return (lambda params, observation, _: (policy(params, observation), ())), lambda n: ()
+        return (lambda p, obs, m, mask: policy(p, obs, m, **masked(mask))), memory
+    return (lambda p, obs, _, mask: (policy(p, obs, **masked(mask)), ())), lambda n: ()
 
 
 def _reset_where(ended: jax.Array, memory: Any, initial: Any) -> Any:

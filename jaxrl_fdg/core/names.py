@@ -26,6 +26,10 @@ TRUNCATED = "truncated"  # the episode was cut short (time limit), bool [B]
 NEXT_OBSERVATION = "next_observation"  # the observation reached, before any reset, [B, *obs_shape]
 EPISODE_RETURN = "episode_return"  # the ended episode's return, float32 [B] (where it ended)
 EPISODE_LENGTH = "episode_length"  # the ended episode's length, int32 [B] (where it ended)
+# A masked env's edges, named where the environment API defines them (jaxrl_fdg.envs.base):
+# ACTION_MASK, published: the legal actions at observation, bool [B, n]; NEXT_ACTION_MASK, an
+# output: the legal actions at next_observation, bool [B, n].
+from jaxrl_fdg.envs.base import ACTION_MASK, NEXT_ACTION_MASK  # noqa: E402
 
 # Actor edges: what an actor writes at each step (all but ACTION land in trajectory.extras).
 
@@ -69,6 +73,7 @@ EVAL_LENGTH = "eval_length"  # mean length of those episodes, float32 []
 
 __all__ = [
     "ACTION",
+    "ACTION_MASK",
     "BATCH",
     "BATCH_SLOTS",
     "ENV_STEPS",
@@ -86,6 +91,7 @@ __all__ = [
     "LOG_PROB",
     "MEMORY",
     "METRICS",
+    "NEXT_ACTION_MASK",
     "NEXT_OBSERVATION",
     "OBSERVATION",
     "OBSERVATION_MOMENTS",

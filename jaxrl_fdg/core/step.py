@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from jaxrl_fdg.core.fragment import published
 from jaxrl_fdg.core.names import (
     ACTION,
+    ACTION_MASK,
     NEXT_OBSERVATION,
     OBSERVATION,
     REWARD,
@@ -144,7 +145,8 @@ def step_body(
 
 def transition(actor: str, edges: dict, outputs: dict[str, dict]) -> Transition:
     """A step's record: the edges the actor and env saw and made (after any rewrite); the
-    actor's other outputs are ``extras``, every other call's ``info``."""
+    actor's other outputs are ``extras``, every other call's ``info``, and the ``action_mask``
+    the actor acted under, where the environment publishes one, ``info["action_mask"]``."""
     extras = {k: v for k, v in outputs[actor].items() if k != ACTION}
     info = {
         k: v
@@ -153,6 +155,8 @@ def transition(actor: str, edges: dict, outputs: dict[str, dict]) -> Transition:
         for k, v in out.items()
         if k not in _RECORDED
     }
+    if ACTION_MASK in edges:
+        info[ACTION_MASK] = edges[ACTION_MASK]
     fields = {k: edges[k] for k in _ENV_FIELDS}
     return Transition(edges[OBSERVATION], edges[ACTION], extras=extras, info=info, **fields)
 
