@@ -1,6 +1,5 @@
 """MuJoCo Playground environments behind this package's :class:`Environment` API:
-``playground/<name>`` (the DM Control suite on MJX, locomotion and manipulation tasks with a flat
-observation).
+``playground/<name>`` (the DM Control suite on MJX, locomotion and manipulation tasks).
 
 ``PlaygroundEnv(name)`` loads ``mujoco_playground.registry.load(name)``; reset and step are the
 environment's own ``reset(rng)`` and ``step(state, action)``, and nothing else. Playground's
@@ -13,8 +12,12 @@ used: as for every environment here, the time limit and the auto-reset come from
 * ``truncated`` comes from the base class at ``params.max_steps``: the task's ``episode_length``
   (1000 for the DM Control suite) unless ``max_steps`` says otherwise.
 * Actions are ``Box(-1, 1, (action_size,))``, passed on unchanged, Playground's convention.
-* Observations: flat arrays only (a task whose observation is a dict, such as the locomotion
-  tasks' ``state`` and ``privileged_state``, is refused with a message).
+* Observations: a flat array, ``Box(-inf, inf, (n,))``, or for a task whose observation is a
+  dict of flat arrays (the locomotion and manipulation tasks' ``state`` beside
+  ``privileged_state``) a :class:`~jaxrl_fdg.envs.spaces.Dict` of such boxes: an actor-critic
+  reads one key each with ``--actor-observation state --critic-observation
+  privileged_state`` (an asymmetric actor-critic, as Playground's own PPO trains them).
+  Anything else (an image, a nested dict) is refused with a message.
 * Physics: ``impl="jax"`` (MJX in JAX, compiled by XLA for any device) unless an ``impl``
   option says otherwise; Playground's own default, ``warp``, needs NVIDIA Warp. Other keywords
   replace fields of the task's config (``registry.get_default_config(name)``), e.g.
@@ -25,6 +28,7 @@ Playground is imported only when a task is built (the ``playground`` extra).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -34,7 +38,7 @@ from flax import struct
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.brax_adapter import conform, step_mjx
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
-from jaxrl_fdg.envs.spaces import Box
+from jaxrl_fdg.envs.spaces import Box, Dict
 
 PREFIX = "playground/"
 
@@ -82,12 +86,20 @@ class PlaygroundEnv(Environment[PlaygroundEnvState, PlaygroundParams]):
         self.episode_length = int(config.episode_length)
         self._template = jax.eval_shape(self._env.reset, jax.random.key(0))
         obs = self._template.obs
-        if not isinstance(obs, jax.ShapeDtypeStruct) or len(obs.shape) != 1:
+        flat = isinstance(obs, jax.ShapeDtypeStruct) and len(obs.shape) == 1
+        flat_dict = isinstance(obs, Mapping) and all(
+            isinstance(v, jax.ShapeDtypeStruct) and len(v.shape) == 1 for v in obs.values()
+        )
+        if not (flat or flat_dict):
             raise ValueError(
-                f"Playground environment {name!r} has a non-flat observation "
-                f"({jax.tree.map(lambda x: x.shape, obs)}); only flat arrays are supported"
+                f"Playground environment {name!r} has an observation of shapes "
+                f"{jax.tree.map(lambda x: x.shape, obs)}; a flat array or a dict of flat arrays "
+                "is supported"
             )
-        self.observation_size = int(obs.shape[0])
+        # The size of the flat observation, or of each key of a dict of them.
+        self.observation_size: int | dict[str, int] = (
+            int(obs.shape[0]) if flat else {k: int(v.shape[0]) for k, v in obs.items()}
+        )
         self.action_size = int(self._env.action_size)
 
     @property
@@ -116,14 +128,20 @@ class PlaygroundEnv(Environment[PlaygroundEnvState, PlaygroundParams]):
         new = step_mjx(self.name, self._env, state.playground_state, action, self._template)
         return PlaygroundEnvState(new), new.obs, new.reward, new.done != 0
 
-    def observation_space(self, params: PlaygroundParams) -> Box:
-        return Box(-jnp.inf, jnp.inf, (self.observation_size,), jnp.float32)
+    def observation_space(self, params: PlaygroundParams) -> Box | Dict:
+        if isinstance(self.observation_size, dict):
+            return Dict({k: _box(n) for k, n in self.observation_size.items()})
+        return _box(self.observation_size)
 
     def action_space(self, params: PlaygroundParams) -> Box:
         return Box(-1.0, 1.0, (self.action_size,), jnp.float32)
 
     def _conform(self, state: Any) -> Any:
         return conform(self.name, state, self._template)
+
+
+def _box(size: int) -> Box:
+    return Box(-jnp.inf, jnp.inf, (size,), jnp.float32)
 
 
 def make_playground(name: str, **options: Any) -> tuple[PlaygroundEnv, PlaygroundParams]:

@@ -31,7 +31,7 @@ from jaxrl_fdg.fragments import normalization
 from jaxrl_fdg.fragments.networks import ActorCritic, GaussianActorCritic
 from jaxrl_fdg.fragments.normalization import ObservationMoments
 from jaxrl_fdg.fragments.recurrent import RecurrentActorCritic, memory_width, reset_memory
-from jaxrl_fdg.fragments.torsos import observation_ndim
+from jaxrl_fdg.fragments.torsos import observation_ndim, observation_part
 
 if TYPE_CHECKING:  # actor_critic imports this module
     from jaxrl_fdg.fragments.algorithms.actor_critic import ActorCriticConfig
@@ -80,16 +80,27 @@ class Policy:
             obs_ndim=observation_ndim(ctx.observation_space),
             torso=hp.torso,
         )
+        asymmetric = {}
+        if hp.actor_observation or hp.critic_observation:  # each network reads one key
+            seen = ctx.observation_space
+            common["obs_ndim"] = observation_ndim(observation_part(seen, hp.actor_observation))
+            asymmetric = dict(
+                policy_input=hp.actor_observation,
+                critic_input=hp.critic_observation,
+                critic_ndim=observation_ndim(observation_part(seen, hp.critic_observation)),
+            )
         self.continuous = isinstance(space, Box)
         self.masked = ctx.has_action_mask and not self.continuous
         if self.continuous:
             (dim,) = space.shape
-            self.net: ActorCritic = GaussianActorCritic(dim, log_std_init=hp.log_std_init, **common)
+            self.net: ActorCritic = GaussianActorCritic(
+                dim, log_std_init=hp.log_std_init, **common, **asymmetric
+            )
             self.low = np.broadcast_to(np.asarray(space.low, np.float32), space.shape)
             self.high = np.broadcast_to(np.asarray(space.high, np.float32), space.shape)
             self.outputs: tuple[str, ...] = (ACTION, RAW_ACTION, LOG_PROB, VALUE)
         else:
-            self.net = ActorCritic(space.n, **common)
+            self.net = ActorCritic(space.n, **common, **asymmetric)
             self.outputs = (ACTION, LOG_PROB, VALUE)
         self.obs_example = spaces.example(ctx.observation_space)
         self.moments = (
@@ -238,7 +249,7 @@ class Policy:
             obs, start = inputs
             return self._apply(params, reset_memory(m, start), obs)
 
-        time_major = (jnp.swapaxes(observation, 0, 1), jnp.swapaxes(episode_start, 0, 1))
+        time_major = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), (observation, episode_start))
         _, out = jax.lax.scan(step, memory, time_major)
         return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)
 

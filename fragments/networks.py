@@ -33,6 +33,7 @@ from jaxrl_fdg.fragments.torsos import (
     image_torso,
     observation_ndim,
     strided_conv,
+    view,
 )
 
 
@@ -53,34 +54,42 @@ class ActorCritic(nn.Module):
     activation: str = "tanh"
     obs_ndim: ObsNdim = 1
     torso: str = "mlp"
+    # An asymmetric actor-critic: each network reads one key of a dict observation ("": all of
+    # it); ``critic_ndim`` is the critic's part's rank (None: ``obs_ndim``, the same input).
+    policy_input: str = ""
+    critic_input: str = ""
+    critic_ndim: ObsNdim | None = None
 
     def setup(self) -> None:
-        self.policy = self._network(self.num_actions, out_scale=0.01)
-        self.critic = self._network(1, out_scale=1.0)
+        self.policy = self._network(self.num_actions, 0.01, self.obs_ndim)
+        self.critic = self._network(1, 1.0, self._critic_ndim)
 
-    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        x = self._input(obs)
-        return self.policy(x), self.critic(x)[..., 0]
+    @property
+    def _critic_ndim(self) -> ObsNdim:
+        return self.obs_ndim if self.critic_ndim is None else self.critic_ndim
 
-    def value(self, obs: jax.Array) -> jax.Array:
-        return self.critic(self._input(obs))[..., 0]
+    def __call__(self, obs: Any) -> tuple[jax.Array, jax.Array]:
+        x = self._input(view(obs, self.policy_input), self.obs_ndim)
+        return self.policy(x), self.value(obs)
 
-    def _network(self, out_dim: int, out_scale: float) -> nn.Module:
+    def value(self, obs: Any) -> jax.Array:
+        x = self._input(view(obs, self.critic_input), self._critic_ndim)
+        return self.critic(x)[..., 0]
+
+    def _network(self, out_dim: int, out_scale: float, ndim: ObsNdim) -> nn.Module:
         mlp = MLP(self.hidden_sizes, out_dim, self.activation, out_scale=out_scale)
-        if isinstance(self.obs_ndim, tuple):  # a structured observation: leaf by leaf
-            return nn.Sequential(
-                [ObservationEncoder(self.obs_ndim, self.torso, self.activation), mlp]
-            )
+        if isinstance(ndim, tuple):  # a structured observation: leaf by leaf
+            return nn.Sequential([ObservationEncoder(ndim, self.torso, self.activation), mlp])
         torso = image_torso(self.torso, self.activation)
         return mlp if torso is None else nn.Sequential([torso, mlp])
 
-    def _input(self, obs: Any) -> Any:
-        if isinstance(self.obs_ndim, tuple):
+    def _input(self, obs: Any, ndim: ObsNdim) -> Any:
+        if isinstance(ndim, tuple):
             return obs
         obs = obs.astype(jnp.float32)
         if self.torso != "mlp":
             return obs
-        lead = obs.shape[: obs.ndim - self.obs_ndim]
+        lead = obs.shape[: obs.ndim - ndim]
         return obs.reshape(*lead, -1)
 
 
@@ -199,9 +208,11 @@ class ContinuousCritic(nn.Module):
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
     obs_ndim: ObsNdim = 1
+    input_key: str = ""  # the key of a dict observation it reads ("": all of it)
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        obs = view(obs, self.input_key)
         x = jnp.concatenate(
             [_flat_observation(obs, self.obs_ndim), action.astype(jnp.float32)], axis=-1
         )
@@ -230,9 +241,11 @@ class DeterministicActor(nn.Module):
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
     obs_ndim: ObsNdim = 1
+    input_key: str = ""  # the key of a dict observation it reads ("": all of it)
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
+        obs = view(obs, self.input_key)
         mlp = MLP(tuple(self.hidden_sizes), self.action_dim, self.activation, out_scale=0.01)
         return jnp.tanh(mlp(_flat_observation(obs, self.obs_ndim)))
 
@@ -252,11 +265,13 @@ class SquashedGaussianActor(nn.Module):
     hidden_sizes: Sequence[int] = (256, 256)
     activation: str = "relu"
     obs_ndim: ObsNdim = 1
+    input_key: str = ""  # the key of a dict observation it reads ("": all of it)
     log_std_min: float = -5.0
     log_std_max: float = 2.0
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        obs = view(obs, self.input_key)
         mlp = MLP(tuple(self.hidden_sizes), 2 * self.action_dim, self.activation, out_scale=0.01)
         mean, raw = jnp.split(mlp(_flat_observation(obs, self.obs_ndim)), 2, axis=-1)
         unit = 0.5 * (jnp.tanh(raw) + 1.0)

@@ -4,6 +4,7 @@ two of them (the recurrent policies of PPO and A2C, ``--memory gru|lstm``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -13,6 +14,8 @@ import numpy as np
 from jaxrl_fdg.fragments.networks import (
     ACTIVATIONS,
     MLP,
+    ObservationEncoder,
+    ObsNdim,
     image_torso,
     orthogonal,
 )
@@ -41,7 +44,7 @@ class RecurrentCore(nn.Module):
 
     hidden_sizes: Sequence[int]
     activation: str
-    obs_ndim: int
+    obs_ndim: ObsNdim
     torso: str
     memory: str
     memory_size: int
@@ -49,17 +52,21 @@ class RecurrentCore(nn.Module):
     def setup(self) -> None:
         sizes = tuple(self.hidden_sizes)
         body = MLP(sizes[:-1], sizes[-1], self.activation, out_scale=np.sqrt(2.0))
-        torso = image_torso(self.torso, self.activation)
+        if isinstance(self.obs_ndim, tuple):  # a structured observation, leaf by leaf
+            torso = ObservationEncoder(self.obs_ndim, self.torso, self.activation)
+        else:
+            torso = image_torso(self.torso, self.activation)
         self.body = body if torso is None else nn.Sequential([torso, body])
         # The project's orthogonal initializer: flax's own batches its QRs under vmap, which can
         # hang XLA:CPU (see orthogonal).
         cells = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
         self.cell = cells[self.memory](self.memory_size, recurrent_kernel_init=orthogonal(1.0))
 
-    def __call__(self, memory: jax.Array, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        obs = obs.astype(jnp.float32)
-        if self.torso == "mlp":
-            obs = obs.reshape(*obs.shape[: obs.ndim - self.obs_ndim], -1)
+    def __call__(self, memory: jax.Array, obs: Any) -> tuple[jax.Array, jax.Array]:
+        if not isinstance(self.obs_ndim, tuple):  # a structured one goes to the encoder as it is
+            obs = obs.astype(jnp.float32)
+            if self.torso == "mlp":
+                obs = obs.reshape(*obs.shape[: obs.ndim - self.obs_ndim], -1)
         x = ACTIVATIONS[self.activation](self.body(obs))
         if self.memory == "lstm":
             (c, h), y = self.cell(tuple(jnp.split(memory, 2, axis=-1)), x)
@@ -87,7 +94,7 @@ class RecurrentActorCritic(nn.Module):
     num_actions: int
     hidden_sizes: Sequence[int] = (64, 64)
     activation: str = "tanh"
-    obs_ndim: int = 1
+    obs_ndim: ObsNdim = 1
     torso: str = "mlp"
     memory: str = "gru"
     memory_size: int = 128

@@ -203,6 +203,36 @@ def observation_ndim(space: Any) -> ObsNdim:
     return len(space.shape)
 
 
+def observation_part(space: Any, key: str, flag: str = "observation key") -> Any:
+    """The space of the part ``key`` names of a :class:`~jaxrl_fdg.envs.spaces.Dict`
+    observation (``""``: the whole observation), or a one-line ``ConfigError`` naming the keys
+    there are (``flag`` names the setting in the message)."""
+    if not key:
+        return space
+    if not isinstance(space, spaces.Dict):
+        raise ConfigError(
+            f"{flag} = {key!r} picks a key of a dict observation; this environment's observation "
+            f"is {spaces.describe(space)}"
+        )
+    if key not in space.spaces:
+        raise ConfigError(
+            f"{flag} = {key!r} is no key of the observation; valid: {', '.join(space.spaces)}"
+        )
+    return space.spaces[key]
+
+
+ACTOR_OBSERVATION_HELP = "key of a dict observation the actor reads (empty: the whole observation)"
+CRITIC_OBSERVATION_HELP = (
+    "key of a dict observation the critic reads, e.g. privileged_state (empty: the whole "
+    "observation)"
+)
+
+
+def view(obs: Any, key: str) -> Any:
+    """The part of ``obs`` that ``key`` names (``obs[key]``), or all of it for ``""``."""
+    return obs[key] if key else obs
+
+
 def check_torso(torso: str, obs: Any) -> None:
     """An image torso needs image observations ``[height, width, channels]`` it fits.
 

@@ -64,6 +64,11 @@ from jaxrl_fdg.fragments import losses, normalization
 from jaxrl_fdg.fragments.actor_critic_policy import Batch, Policy, Sequences
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSO_HELP, TORSOS, check_torso
 from jaxrl_fdg.fragments.recurrent import MEMORIES
+from jaxrl_fdg.fragments.torsos import (
+    ACTOR_OBSERVATION_HELP,
+    CRITIC_OBSERVATION_HELP,
+    observation_part,
+)
 
 Metrics = dict[str, jax.Array]
 
@@ -93,6 +98,8 @@ class ActorCriticConfig:
         False, "standardise observations by running moments the learner keeps (Brax's trainers)"
     )
     reward_scaling: float = hparam(1.0, "multiply rewards by this in the loss (returns unchanged)")
+    actor_observation: str = hparam("", ACTOR_OBSERVATION_HELP)
+    critic_observation: str = hparam("", CRITIC_OBSERVATION_HELP)
 
     def __post_init__(self) -> None:
         validate.in_range("lr", self.lr, 0.0, 1.0, low_open=True)
@@ -125,7 +132,16 @@ def check(name: str, ctx: AlgorithmContext[ActorCriticConfig]) -> None:
         raise ConfigError(
             f"{name} needs a Discrete or Box action space, got {type(space).__name__}"
         )
-    check_torso(ctx.hparams.torso, ctx.observation_space)
+    hp = ctx.hparams
+    actor = observation_part(ctx.observation_space, hp.actor_observation, "actor_observation")
+    critic = observation_part(ctx.observation_space, hp.critic_observation, "critic_observation")
+    if hp.memory != "none" and (hp.actor_observation or hp.critic_observation):
+        raise ConfigError(
+            f"{name} with memory {hp.memory!r} reads the whole observation in both networks; "
+            "actor_observation and critic_observation need memory none"
+        )
+    check_torso(hp.torso, actor)
+    check_torso(hp.torso, critic)
 
 
 def actor(policy: Policy, num_envs: int) -> Fragment:
@@ -157,10 +173,11 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
 
     def act_recurrent(state: ActorMemory, inputs, key):
         observation = inputs[OBSERVATION]
-        if observation.shape[0] != num_envs:
+        acting_for = jax.tree.leaves(observation)[0].shape[0]
+        if acting_for != num_envs:
             raise ConfigError(
                 f"a recurrent actor keeps the memory of its {num_envs} environments and must "
-                f"act for all of them at every step, but was called on {observation.shape[0]} "
+                f"act for all of them at every step, but was called on {acting_for} "
                 "(placement host_env acts for each half of the batch in turn; use placement "
                 "single or data_parallel with memory gru or lstm)"
             )
@@ -246,7 +263,7 @@ def make_sequences(
         target,
         extras[EPISODE_START],
     )
-    env_major = [jnp.swapaxes(x, 0, 1) for x in time_major]
+    env_major = [jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), x) for x in time_major]
     mask = policy.action_mask(trajectory)
     mask = None if mask is None else jnp.swapaxes(mask, 0, 1)
     return Sequences(*env_major, memory=extras[MEMORY][0], action_mask=mask)

@@ -37,7 +37,12 @@ from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.fragments import exploration, losses, normalization
 from jaxrl_fdg.fragments.algorithms import offpolicy
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, ContinuousCritic
-from jaxrl_fdg.fragments.torsos import observation_ndim
+from jaxrl_fdg.fragments.torsos import (
+    ACTOR_OBSERVATION_HELP,
+    CRITIC_OBSERVATION_HELP,
+    observation_ndim,
+    observation_part,
+)
 
 # The run SAC, TD3 and DDPG default to (``AlgorithmSpec.defaults``): Pendulum-v1, which each
 # solves in about 20,000 steps (CleanRL's and the TD3 authors' settings), with margin; 4 envs ×
@@ -68,6 +73,8 @@ class ContinuousConfig(offpolicy.OffPolicyConfig):
     num_critics: int = hparam(2, "critics in the ensemble; the TD target takes their minimum")
     hidden_sizes: tuple[int, ...] = hparam((256, 256), "layer sizes of the actor and critic MLPs")
     activation: str = hparam("relu", f"hidden-layer activation: {', '.join(ACTIVATIONS)}")
+    actor_observation: str = hparam("", ACTOR_OBSERVATION_HELP)
+    critic_observation: str = hparam("", CRITIC_OBSERVATION_HELP)
     reward_scaling: float = hparam(
         1.0, "multiply rewards by this in the TD target (returns unchanged)"
     )
@@ -91,6 +98,17 @@ def check(name: str, ctx: AlgorithmContext[ContinuousConfig]) -> None:
     """A bounded Box action space, and the checks every off-policy algorithm makes."""
     offpolicy.check_box(name, ctx.action_space)
     offpolicy.check(ctx)
+    hp = ctx.hparams
+    observation_part(ctx.observation_space, hp.actor_observation, "actor_observation")
+    observation_part(ctx.observation_space, hp.critic_observation, "critic_observation")
+
+
+def actor_input(ctx: AlgorithmContext[ContinuousConfig]) -> dict[str, Any]:
+    """The actor network's ``obs_ndim`` and ``input_key``: the key ``actor_observation`` names
+    of a dict observation, or the whole observation."""
+    key = ctx.hparams.actor_observation
+    part = observation_part(ctx.observation_space, key, "actor_observation")
+    return dict(obs_ndim=observation_ndim(part), input_key=key)
 
 
 class Optimized(NamedTuple):
@@ -128,7 +146,10 @@ def critic_network(ctx: AlgorithmContext[ContinuousConfig]) -> ContinuousCritic:
         num_critics=hp.num_critics,
         hidden_sizes=tuple(hp.hidden_sizes),
         activation=hp.activation,
-        obs_ndim=observation_ndim(ctx.observation_space),
+        obs_ndim=observation_ndim(
+            observation_part(ctx.observation_space, hp.critic_observation, "critic_observation")
+        ),
+        input_key=hp.critic_observation,
     )
 
 
@@ -279,7 +300,7 @@ def build(
         """The exploring policy, or uniformly random actions over the box during the warm-up.
         The actor's state counts the env steps taken."""
         k_random, k_policy = jax.random.split(key)
-        batch = inputs[OBSERVATION].shape[0]
+        batch = jax.tree.leaves(inputs[OBSERVATION])[0].shape[0]
         actor_params, observation = normalization.standardized(
             moments, inputs[PARAMS], inputs[OBSERVATION]
         )

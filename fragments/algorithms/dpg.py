@@ -40,7 +40,6 @@ from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
 from jaxrl_fdg.fragments import exploration
 from jaxrl_fdg.fragments.algorithms import continuous, offpolicy
 from jaxrl_fdg.fragments.networks import ContinuousCritic, DeterministicActor
-from jaxrl_fdg.fragments.torsos import observation_ndim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +107,7 @@ def make_build(name: str):
             action_dim=continuous.action_dim(ctx),
             hidden_sizes=tuple(hp.hidden_sizes),
             activation=hp.activation,
-            obs_ndim=observation_ndim(ctx.observation_space),
+            **continuous.actor_input(ctx),
         )
         critic_net = continuous.critic_network(ctx)
         actor_tx = ctx.optimizer(optax.adam(hp.actor_lr))

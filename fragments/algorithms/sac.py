@@ -38,7 +38,6 @@ from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments.algorithms import continuous
 from jaxrl_fdg.fragments.networks import ContinuousCritic, SquashedGaussianActor
-from jaxrl_fdg.fragments.torsos import observation_ndim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +92,7 @@ def build(ctx: AlgorithmContext[SACConfig]) -> Algorithm:
         action_dim=continuous.action_dim(ctx),
         hidden_sizes=tuple(hp.hidden_sizes),
         activation=hp.activation,
-        obs_ndim=observation_ndim(ctx.observation_space),
+        **continuous.actor_input(ctx),
     )
     critic_net = continuous.critic_network(ctx)
     actor_tx, critic_tx, alpha_tx = (

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jaxrl_fdg import envs
-from jaxrl_fdg.envs import Discrete
+from jaxrl_fdg.envs import Discrete, spaces
 
 
 @pytest.mark.parametrize("name", envs.registered())
@@ -15,8 +15,7 @@ def test_reset_and_step_under_jit_and_vmap(name):
     obs_space, act_space = env.observation_space(params), env.action_space(params)
     keys = jax.random.split(jax.random.key(0), 4)
     state, ts = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
-    assert ts.observation.shape == (4, *obs_space.shape)
-    assert ts.observation.dtype == obs_space.dtype
+    assert spaces.mismatch(obs_space, ts.observation, (4,)) is None  # shapes, dtypes, structure
 
     def rollout(state, key):
         k_act, k_step = jax.random.split(key)
@@ -31,13 +30,17 @@ def test_reset_and_step_under_jit_and_vmap(name):
     )
     assert trajectory.reward.shape == (30, 4) and trajectory.reward.dtype == jnp.float32
     assert trajectory.terminated.dtype == jnp.bool_ and trajectory.truncated.dtype == jnp.bool_
-    assert bool(jnp.all(jnp.isfinite(trajectory.observation)))
+    for leaf in jax.tree.leaves(trajectory.observation):
+        assert bool(jnp.all(jnp.isfinite(leaf)))
     # Where no episode ended, the next observation is the final one (no reset in between).
     done = np.asarray(trajectory.terminated | trajectory.truncated)
-    same = np.all(
-        np.asarray(trajectory.observation == trajectory.final_observation).reshape(30, 4, -1), -1
-    )
-    assert np.all(same[~done])
+    for now, final in zip(
+        jax.tree.leaves(trajectory.observation),
+        jax.tree.leaves(trajectory.final_observation),
+        strict=True,
+    ):
+        same = np.all(np.asarray(now == final).reshape(30, 4, -1), -1)
+        assert np.all(same[~done])
 
 
 @pytest.mark.parametrize("name", envs.registered())
