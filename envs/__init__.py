@@ -5,6 +5,7 @@ prefixed ones: ``brax/<env>[:<backend>]``, ``gym/<id>`` and ``gymnax/<id>``.
 """
 
 from jaxrl_fdg.envs.base import Environment, EpisodeState, TimeStep
+from jaxrl_fdg.envs.check import Problem, Report, check_env
 from jaxrl_fdg.envs.classic.acrobot import Acrobot, AcrobotParams, AcrobotState
 from jaxrl_fdg.envs.classic.cartpole import CartPole, CartPoleParams, CartPoleState
 from jaxrl_fdg.envs.classic.catch import Catch, CatchParams, CatchState
@@ -89,6 +90,8 @@ __all__ = [
     "Pendulum",
     "PendulumParams",
     "PendulumState",
+    "Problem",
+    "Report",
     "MultiDiscrete",
     "Space",
     "StatelessCartPole",
@@ -96,6 +99,7 @@ __all__ = [
     "Tuple",
     "UnknownEnvironmentError",
     "adapters",
+    "check_env",
     "check_name",
     "make",
     "register",

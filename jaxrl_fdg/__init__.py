@@ -43,6 +43,7 @@ from jaxrl_fdg.core import (
 )
 from jaxrl_fdg.core import algorithm as algorithm
 from jaxrl_fdg.core.cadence import ITERATION, STEP
+from jaxrl_fdg.envs.check import check_env
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.policies import FUSION_MODES, Placement, make_plan
 from jaxrl_fdg.run import RunResult, build_loop, evaluate, make_train, train
@@ -75,6 +76,7 @@ __all__ = [
     "Transition",
     "algorithm",
     "build_loop",
+    "check_env",
     "condition",
     "evaluate",
     "every",

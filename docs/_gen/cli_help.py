@@ -12,7 +12,7 @@ import io
 import os
 import shlex
 
-COMMANDS = ("train", "evaluate", "list", "graph", "profile", "plot", "compare")
+COMMANDS = ("train", "evaluate", "list", "graph", "profile", "plot", "compare", "check-env")
 WIDTH = 100
 
 

@@ -28,7 +28,7 @@ import algorithm_pages  # noqa: E402
 import cli_help  # noqa: E402
 import pages  # noqa: E402
 
-CLI_MARKER = re.compile(r"<!-- cli: ?([a-z]*) -->")
+CLI_MARKER = re.compile(r"<!-- cli: ?([a-z-]*) -->")
 OUTPUT_MARKER = re.compile(r"<!-- output: ([^>]+?) -->")
 API_LAYOUT = ROOT / "build" / "docs-api" / "jaxrl_fdg"
 NAMESPACED = ("envs", "fragments", "profiling")  # top-level folders installed under jaxrl_fdg

@@ -1,5 +1,5 @@
 """The ``jaxrl-fdg`` command: ``train``, ``evaluate``, ``list``, ``graph``, ``profile``, ``plot``,
-``compare``.
+``compare``, ``check-env``.
 
 Where a command writes is its ``--out``: the parent folder of run folders for ``train`` and
 ``profile``, the image file for ``plot`` and ``compare``.
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from jaxrl_fdg import compare
-from jaxrl_fdg.cli import evaluate, graph, listing, plot, profile, train
+from jaxrl_fdg.cli import check_env, evaluate, graph, listing, plot, profile, train
 from jaxrl_fdg.cli.common import RUN_FLAGS as _RUN_FLAGS
 from jaxrl_fdg.cli.common import env_options as _env_options
 from jaxrl_fdg.cli.common import exit_status
@@ -52,6 +52,7 @@ def _dispatch(argv: list[str]) -> int:
         "plot": lambda: plot.run(args),
         "evaluate": lambda: evaluate.run(args),
         "compare": lambda: compare.run(args),
+        "check-env": lambda: check_env.run(args),
     }
     return commands[args.command]()
 
@@ -90,5 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     evaluate.add_arguments(
         sub.add_parser("evaluate", help="evaluate a run's checkpoint with its deterministic policy")
+    )
+    check_env.add_arguments(
+        sub.add_parser(
+            "check-env",
+            help="check an environment against the framework's contracts",
+            description="Step an environment through the framework's contracts: observations "
+            "against their space, rewards and flags, NaNs, determinism, jit and vmap, the "
+            "auto-reset and time limit, the action mask and info. Exits 0 where every check "
+            "passes, 1 where a contract is broken, 2 for a bad name or value.",
+            allow_abbrev=False,
+        )
     )
     return parser
