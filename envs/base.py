@@ -137,6 +137,18 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         del state, params
         return {}
 
+    def render(self, state: TEnvState, params: TParams) -> jax.Array:
+        """An image of ``state``: ``uint8 [H, W, 3]``, a pure function of the state (it jits and
+        vmaps: a video's frames are one ``vmap`` over an episode's states). Environments that
+        can be seen override it; the default raises ``NotImplementedError``."""
+        del state, params
+        raise NotImplementedError(f"{self.name} does not render")
+
+    @property
+    def can_render(self) -> bool:
+        """Whether :meth:`render` is overridden (a wrapper: whether the wrapped one's is)."""
+        return type(self).render is not Environment.render
+
     @property
     def has_action_mask(self) -> bool:
         """Whether :meth:`action_mask` is overridden (a wrapper: whether the wrapped one's is)."""

@@ -80,6 +80,13 @@ class Wrapper(Environment):
     def info_env(self, state: Any, params: Any) -> dict[str, jax.Array]:
         return self.inner.info_env(self._inner_state(state), params.inner)
 
+    def render(self, state: Any, params: Any) -> jax.Array:
+        return self.inner.render(self._inner_state(state), params.inner)
+
+    @property
+    def can_render(self) -> bool:
+        return self.inner.can_render
+
     @property
     def has_action_mask(self) -> bool:
         return self.inner.has_action_mask

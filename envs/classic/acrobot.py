@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_fdg import rng
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 
@@ -97,6 +98,21 @@ class Acrobot(Environment[AcrobotState, AcrobotParams]):
         terminated = -jnp.cos(new.theta1) - jnp.cos(new.theta2 + new.theta1) > 1.0
         reward = jnp.where(terminated, 0.0, -1.0).astype(jnp.float32)
         return new, _observation(new), reward, terminated
+
+    def render(self, state: AcrobotState, params: AcrobotParams) -> jax.Array:
+        """The two links hanging from the pivot, and the line the tip must rise above,
+        200 × 200 pixels."""
+        length = 45.0
+        image = render.canvas(200, 200)
+        image = render.segment(image, 0.0, 100.0 - length, 200.0, 100.0 - length, 1.0, render.GREY)
+        x1 = 100.0 + length * jnp.sin(state.theta1)
+        y1 = 100.0 + length * jnp.cos(state.theta1)
+        angle = state.theta1 + state.theta2
+        x2, y2 = x1 + length * jnp.sin(angle), y1 + length * jnp.cos(angle)
+        image = render.segment(image, 100.0, 100.0, x1, y1, 8.0, render.BLUE)
+        image = render.segment(image, x1, y1, x2, y2, 8.0, render.BLUE)
+        image = render.fill_circle(image, x1, y1, 4.0, render.BLACK)
+        return render.to_uint8(render.fill_circle(image, 100.0, 100.0, 4.0, render.BLACK))
 
     def observation_space(self, params: AcrobotParams) -> Box:
         high = jnp.array([1.0, 1.0, 1.0, 1.0, params.max_vel_1, params.max_vel_2], jnp.float32)

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_fdg import rng
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 
@@ -91,6 +92,18 @@ class CartPole(Environment[CartPoleState, CartPoleParams]):
         )
         reward = jnp.ones((), jnp.float32)
         return new, _observation(new), reward, terminated
+
+    def render(self, state: CartPoleState, params: CartPoleParams) -> jax.Array:
+        """The cart on its track and the pole, 300 × 200 pixels (the track's ±2.4 across)."""
+        scale = 300 / 4.8
+        cx, cy = 150.0 + state.x * scale, 140.0
+        pole = 2 * params.length * scale
+        image = render.canvas(200, 300)
+        image = render.segment(image, 0.0, cy + 15, 300.0, cy + 15, 2.0, render.BLACK)
+        image = render.fill_rect(image, cx - 25, cy - 15, cx + 25, cy + 15, render.BLACK)
+        tip = (cx + pole * jnp.sin(state.theta), cy - 15 - pole * jnp.cos(state.theta))
+        image = render.segment(image, cx, cy - 15, *tip, 10.0, render.BROWN)
+        return render.to_uint8(render.fill_circle(image, cx, cy - 15, 5.0, render.BLUE))
 
     def observation_space(self, params: CartPoleParams) -> Box:
         high = jnp.array(

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 
@@ -77,6 +78,14 @@ class Catch(Environment[CatchState, CatchParams]):
 
         new = CatchState(ball_row, state.ball_col, paddle_col)
         return new, _observation(new, params), reward, terminated
+
+    def render(self, state: CatchState, params: CatchParams) -> jax.Array:
+        """The board, 20 pixels a cell: the ball red, the paddle blue."""
+        cells = jnp.zeros((params.rows, params.columns), jnp.int32)
+        cells = cells.at[state.ball_row, state.ball_col].set(1)
+        cells = cells.at[params.rows - 1, state.paddle_col].set(2)
+        colors = jnp.array([render.WHITE, render.RED, render.BLUE])
+        return render.to_uint8(render.grid(cells, colors, 20))
 
     def observation_space(self, params: CatchParams) -> Box:
         return Box(0.0, 1.0, (params.rows, params.columns, 1), jnp.float32)

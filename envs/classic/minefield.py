@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Dict, Discrete
 
@@ -87,6 +88,15 @@ class Minefield(Environment[MinefieldState, MinefieldParams]):
         clipped = jnp.clip(targets, 0, n - 1)
         safe = ~state.mines[clipped[:, 0], clipped[:, 1]]
         return on_board & safe
+
+    def render(self, state: MinefieldState, params: MinefieldParams) -> jax.Array:
+        """The board, 30 pixels a cell: mines black, the goal column green, the agent blue."""
+        n = params.size
+        goal = jnp.zeros((n, n), jnp.int32).at[:, n - 1].set(3)
+        cells = jnp.where(state.mines, 1, goal)
+        cells = cells.at[state.position[0], state.position[1]].set(2)
+        colors = jnp.array([render.WHITE, render.BLACK, render.BLUE, render.GREEN])
+        return render.to_uint8(render.grid(cells, colors, 30))
 
     def observation_space(self, params: MinefieldParams) -> Dict:
         n = params.size

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_fdg import rng
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Discrete
 
@@ -64,6 +65,29 @@ class MountainCarContinuousParams:
     max_steps: int = struct.field(pytree_node=False, default=999)
 
 
+def render_mountain_car(state: MountainCarState, params: MountainCarParams) -> jax.Array:
+    """The hill ``0.45 sin(3x) + 0.55``, the goal's flag and the car, 300 × 200 pixels."""
+    low, high = params.min_position, params.max_position
+    width = high - low
+
+    def to_pixels(position):
+        height = 0.45 * jnp.sin(3.0 * position) + 0.55
+        return (position - low) / width * 300.0, 190.0 - height * 150.0
+
+    image = render.canvas(200, 300)
+    column = low + (jnp.arange(300, dtype=jnp.float32) + 0.5) / 300.0 * width
+    _, hill = to_pixels(column)
+    rows = jnp.arange(200, dtype=jnp.float32)[:, None] + 0.5
+    image = render.paint(image, jnp.abs(rows - hill[None, :]) <= 1.5, render.BLACK)
+    flag_x, flag_y = to_pixels(jnp.float32(params.goal_position))
+    image = render.segment(image, flag_x, flag_y, flag_x, flag_y - 30.0, 2.0, render.BLACK)
+    image = render.fill_rect(
+        image, flag_x, flag_y - 30.0, flag_x + 14.0, flag_y - 22.0, render.GREEN
+    )
+    car_x, car_y = to_pixels(state.position)
+    return render.to_uint8(render.fill_circle(image, car_x, car_y - 8.0, 8.0, render.RED))
+
+
 class MountainCar(Environment[MountainCarState, MountainCarParams]):
     """Accelerate left (0), not at all (1) or right (2) to rock an underpowered car up a hill."""
 
@@ -88,6 +112,9 @@ class MountainCar(Environment[MountainCarState, MountainCarParams]):
         new, terminated = _move(state.position, velocity, p)
         reward = jnp.full((), -1.0, jnp.float32)
         return new, _observation(new), reward, terminated
+
+    def render(self, state: MountainCarState, params: MountainCarParams) -> jax.Array:
+        return render_mountain_car(state, params)
 
     def observation_space(self, params: MountainCarParams) -> Box:
         return _observation_space(params)
@@ -129,6 +156,9 @@ class MountainCarContinuous(Environment[MountainCarState, MountainCarContinuousP
         # gymnasium charges for the action as given, before clipping.
         reward = jnp.where(terminated, _GOAL_BONUS, 0.0) - action**2 * _ACTION_COST
         return new, _observation(new), reward.astype(jnp.float32), terminated
+
+    def render(self, state: MountainCarState, params: MountainCarContinuousParams) -> jax.Array:
+        return render_mountain_car(state, params)
 
     def observation_space(self, params: MountainCarContinuousParams) -> Box:
         return _observation_space(params)

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_fdg import rng
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box
 
@@ -82,6 +83,13 @@ class Pendulum(Environment[PendulumState, PendulumParams]):
         new = PendulumState(jnp.asarray(new_th, jnp.float32), jnp.asarray(new_thdot, jnp.float32))
         reward = jnp.asarray(-cost, jnp.float32)
         return new, _observation(new), reward, jnp.zeros((), jnp.bool_)
+
+    def render(self, state: PendulumState, params: PendulumParams) -> jax.Array:
+        """The pendulum from its pivot, upright at θ = 0, 200 × 200 pixels."""
+        image = render.canvas(200, 200)
+        tip = (100.0 + 80.0 * jnp.sin(state.theta), 100.0 - 80.0 * jnp.cos(state.theta))
+        image = render.segment(image, 100.0, 100.0, *tip, 16.0, render.RED)
+        return render.to_uint8(render.fill_circle(image, 100.0, 100.0, 5.0, render.BLACK))
 
     def observation_space(self, params: PendulumParams) -> Box:
         high = jnp.array([1.0, 1.0, params.max_speed], jnp.float32)

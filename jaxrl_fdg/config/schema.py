@@ -287,6 +287,13 @@ class TrainConfig:
         computed=False,
     )
     eval_episodes: int = setting(10, BOOKKEEPING, "episodes per evaluation", computed=False)
+    eval_video: bool = setting(
+        False,
+        BOOKKEEPING,
+        "with eval_every: a GIF of one episode of the policy at each evaluation, in the run "
+        "folder's videos/",
+        computed=False,
+    )
     logger: str = setting(
         "tensorboard",
         BOOKKEEPING,

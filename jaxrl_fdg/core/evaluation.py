@@ -109,6 +109,46 @@ def evaluator(
     return fragment(name, Role.EVALUATOR, apply, inputs=(PARAMS,), outputs=EVAL_OUTPUTS)
 
 
+def episode_states(
+    env: Environment,
+    env_params: Any,
+    policy: Policy,
+    episodes: int,
+    steps: int,
+    memory: Callable[[int], Any] | None = None,
+) -> Callable[[Any, jax.Array], tuple[Any, jax.Array]]:
+    """``(params, key) -> (states, ended)``: ``episodes`` environments played ``steps`` steps by
+    the deterministic policy as :func:`evaluator` plays them (the same keys, masks and memory),
+    keeping what a video needs: each step's environment state before it acts (``states``,
+    the environment's own state with leaves ``[steps, episodes, ...]``) and whether that step
+    ended the environment's first episode or a later one (``ended`` bool ``[steps, episodes]``).
+    """
+    act, initial = _with_memory(policy, memory)
+    reset = jax.vmap(env.reset, in_axes=(0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    masked = getattr(env, "has_action_mask", False)
+
+    def play(params: Any, key: jax.Array) -> tuple[Any, jax.Array]:
+        k_reset, key = jax.random.split(key)
+        env_state, timestep = reset(jax.random.split(k_reset, episodes), env_params)
+        mask = timestep.info[ACTION_MASK] if masked else None
+        carry = (env_state, timestep.observation, mask, initial(episodes), key)
+
+        def one_step(carry, _):
+            env_state, observation, mask, memory, key = carry
+            key, k_step = jax.random.split(key)
+            action, memory_after = act(params, observation, memory, mask)
+            after, ts = step(jax.random.split(k_step, episodes), env_state, action, env_params)
+            ended = ts.terminated | ts.truncated
+            memory = _reset_where(ended, memory_after, initial(episodes))
+            mask = ts.info.get(ACTION_MASK)
+            return (after, ts.observation, mask, memory, key), (env_state.env, ended)
+
+        return jax.lax.scan(one_step, carry, None, length=steps)[1]
+
+    return play
+
+
 def in_graph_evaluator(
     ctx: AlgorithmContext, algorithm: Algorithm, every: int, episodes: int, name: str = "evaluator"
 ) -> Fragment:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from jaxrl_fdg import validate
 from jaxrl_fdg.config import Resolved, from_mapping, load, resolve
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.evaluation import evaluation_key, evaluator
@@ -24,6 +25,8 @@ from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer
 from jaxrl_fdg.run.run_folder import RunFolder
+from jaxrl_fdg.run.video import FOLDER as VIDEOS
+from jaxrl_fdg.run.video import check_video, record
 
 
 def check_evaluation(resolved: Resolved, loop: Loop) -> None:
@@ -87,28 +90,39 @@ def evaluation_program(
     return evaluate, program
 
 
+class Video(NamedTuple):
+    """What ``evaluate(..., video=Video(...))`` records: ``episodes`` episodes as a ``gif`` or
+    ``mp4`` at ``path`` (default: ``videos/eval-<iteration>.<format>`` in the run folder)."""
+
+    episodes: int = 1
+    format: str = "gif"
+    path: str | Path | None = None
+
+
 def evaluate(
     run_dir: str | Path,
     episodes: int | None = None,
     iteration: int | None = None,
     spec: AlgorithmSpec | None = None,
+    video: Video | None = None,
 ) -> dict[str, Any]:
     """Evaluate a run's checkpoint (the latest, or the one at ``iteration``): the deterministic
     policy on ``episodes`` fresh environments (default: the run's ``eval_episodes``), with the
     same keys as the run's own evaluation at that iteration. Writes ``evaluation.json`` into the
-    run folder and returns what it holds."""
+    run folder and returns what it holds; with ``video``, also a video of the policy's episodes
+    (:mod:`jaxrl_fdg.run.video`), whose path the result names under ``"video"``."""
     folder = RunFolder.open(run_dir)
     checkpoints = folder.path / CHECKPOINTS
     if not checkpoints.is_dir():
         raise ConfigError(f"run {str(folder.path)!r} has no checkpoints to evaluate")
     folder.lock("evaluate")  # it writes evaluation.json; a training run rotates checkpoints
     try:
-        return _evaluate(folder, episodes, iteration, spec)
+        return _evaluate(folder, episodes, iteration, spec, video)
     finally:
         folder.release()
 
 
-def _evaluate(folder: RunFolder, episodes, iteration, spec) -> dict[str, Any]:
+def _evaluate(folder: RunFolder, episodes, iteration, spec, video) -> dict[str, Any]:
     checkpointer = Checkpointer(folder.path / CHECKPOINTS)
     try:
         # The config stored with the checkpoint is the one its state was computed with, even
@@ -123,6 +137,9 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec) -> dict[str, Any]:
         if episodes is not None:
             config = config.replace(eval_episodes=episodes)
         resolved = resolve(config, spec)
+        if video is not None:
+            check_video(resolved, video.format)
+            validate.positive_int("video episodes", video.episodes)
         loop = build_loop(resolved)
         # The shapes init returns are all a restore needs: nothing is compiled for them.
         like = jax.eval_shape(loop.init, resolved.placement.initial_key(resolved.request))
@@ -149,5 +166,9 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec) -> dict[str, Any]:
     if len(resolved.lanes) > 1:
         result["runs"] = [lane.name for lane in resolved.lanes]
         result["per_run"] = {k: np.asarray(v).tolist() for k, v in values.items()}
+    if video is not None:
+        path = video.path or folder.path / VIDEOS / f"eval-{done}.{video.format}"
+        recorded = record(resolved, loop, state, done, Path(path), video.episodes, video.format)
+        result["video"] = recorded["path"]
     folder.write_json("evaluation.json", result)
     return result

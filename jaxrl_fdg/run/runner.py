@@ -24,7 +24,7 @@ from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.policies.fusion import Chunk
 from jaxrl_fdg.profiling import Timings
-from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, startup
+from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, startup, video
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop, hazards
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
@@ -186,7 +186,7 @@ def _train(
 def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, chosen) -> RunResult:
     """Start (:func:`_open`), train to the end in a :class:`Session`, write the summary
     however the run ends, and close what the run opened."""
-    extra, evaluate = _evaluation(resolved, loop, plan)
+    extra, evaluate = _evaluation(resolved, loop, plan, folder)
     opened = _open(resolved, plan, extra, folder, path, resume, signals)
     session = _session(resolved, plan, folder, opened, evaluate, signals, chosen)
     state = opened.state
@@ -209,14 +209,24 @@ class _Opened(NamedTuple):
     lane_log: lanes.LaneLog | None
 
 
-def _evaluation(resolved: Resolved, loop: Loop, plan) -> tuple[dict[str, Any], Callable | None]:
+def _evaluation(
+    resolved: Resolved, loop: Loop, plan, folder
+) -> tuple[dict[str, Any], Callable | None]:
     """With ``eval_every``, the evaluation program (compiled with the plan's programs, in
-    ``extra``) and ``evaluate(state, iteration)``, which dispatches it behind a chunk."""
+    ``extra``) and ``evaluate(state, iteration)``, which dispatches it behind a chunk; with
+    ``eval_video`` too, it also writes a video then (waiting for it: a video is drawn on the
+    device and written by the host)."""
     if not resolved.config.eval_every:
         return {}, None
     run_evaluation, keys = evaluation_function(resolved, loop)
+    film = None
+    if resolved.config.eval_video and folder is not None:
+        film = video.Recorder(resolved, loop)
 
     def evaluate(state: LoopState, iteration: int):
+        if film is not None:
+            with plan.timings.scope("video", always=True):
+                film(state, iteration, folder.path / video.FOLDER / f"iteration-{iteration}.gif")
         return plan.call("evaluate", state.fragments, keys(iteration))
 
     return {"evaluate": (run_evaluation, lambda state: (state.fragments, keys(0)))}, evaluate
@@ -313,6 +323,10 @@ def _check_run(resolved: Resolved, loop: Loop, resume: str | Path | None) -> Non
     config = resolved.config
     if config.eval_every:
         check_evaluation(resolved, loop)
+    if config.eval_video:
+        if not config.eval_every:
+            raise ConfigError("eval_video records at each evaluation: set eval_every too")
+        video.check_video(resolved, "gif")
     if resolved.env.on_host and (config.checkpoint_every or resume is not None):
         raise ConfigError(
             f"{config.env} is a host simulator: its state lives outside JAX and cannot be "
