@@ -23,7 +23,7 @@ from jaxrl_fdg.core.names import (
     TERMINATED,
     TRUNCATED,
 )
-from jaxrl_fdg.envs.base import ACTION_MASK, EpisodeState, TimeStep
+from jaxrl_fdg.envs.base import ACTION_MASK, NEXT_ACTION_MASK, EpisodeState, TimeStep
 
 if TYPE_CHECKING:
     from jaxrl_fdg.envs.base import Environment
@@ -137,6 +137,12 @@ def batched_env_fragment(
 
 
 PUBLISHED = (OBSERVATION, EPISODE_STEP)
+
+
+def info_outputs(env: Fragment) -> tuple[str, ...]:
+    """The env fragment's outputs that carry its environment's ``info_env`` keys (what it writes
+    besides :data:`ENV_OUTPUTS` and ``next_action_mask``)."""
+    return tuple(o for o in env.outputs if o not in ENV_OUTPUTS and o != NEXT_ACTION_MASK)
 
 
 def publish(state: EnvFragmentState) -> dict[str, jax.Array]:

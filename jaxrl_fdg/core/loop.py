@@ -39,6 +39,7 @@ import numpy as np
 
 from jaxrl_fdg import rng
 from jaxrl_fdg.core.algorithm import Algorithm
+from jaxrl_fdg.core.env_fragment import info_outputs
 from jaxrl_fdg.core.fragment import Fragment, Role, call, published
 from jaxrl_fdg.core.graph import ENV_STEPS, ITERATION_EDGE, TRAJECTORY, Graph
 from jaxrl_fdg.core.learn import RUNS, Learn
@@ -48,6 +49,7 @@ from jaxrl_fdg.core.names import (
     EPISODE_RETURN,
     EPISODE_RETURN_SUM,
     EPISODES,
+    INFO_SUM,
 )
 from jaxrl_fdg.core.record import Loop, LoopInfo
 from jaxrl_fdg.core.step import Driver, RolloutCarry, join_halves
@@ -90,6 +92,7 @@ class _Pieces:
             halves,
         )
         self.graph, self.halves = graph, halves
+        self._env_info = info_outputs(env)
         self._by_name = {f.name: f for f in fragments}
         step = self.info.step_fragments
         for frag in (env, algorithm.actor):
@@ -227,7 +230,7 @@ class _Pieces:
         metrics: Metrics = {}
         for node, k in zip(self.graph.schedule.after, self._node_keys(key), strict=True):
             metrics.update(learn.node(node, k, state.iteration))
-        metrics.update(episode_metrics(trajectory))
+        metrics.update(episode_metrics(trajectory, self._env_info))
         return state._replace(fragments=learn.states, iteration=state.iteration + 1), metrics
 
     def _node_keys(self, key: jax.Array) -> list[jax.Array]:
@@ -266,8 +269,13 @@ def iterations_done(state: LoopState) -> int:
     return int(np.asarray(state.iteration).reshape(-1)[0])
 
 
-def episode_metrics(trajectory: Transition) -> Metrics:
-    """Sums over the episodes that ended inside the trajectory (their count may be zero)."""
+def episode_metrics(trajectory: Transition, env_info: Sequence[str] = ()) -> Metrics:
+    """Sums over the episodes that ended inside the trajectory (their count may be zero).
+
+    ``env_info`` names keys of the environment's info (``Environment.info_env``), each summed
+    over the steps that ended an episode as ``info_sum/<key>`` (an info of several numbers, their
+    mean first): the run's rows divide by the episodes, giving e.g. the fraction of episodes
+    that ended with an achievement unlocked."""
     done = jnp.logical_or(trajectory.terminated, trajectory.truncated)
     info = trajectory.info
     metrics = {EPISODES: done.sum().astype(jnp.float32)}
@@ -276,6 +284,10 @@ def episode_metrics(trajectory: Transition) -> Metrics:
         metrics[EPISODE_LENGTH_SUM] = (
             jnp.where(done, info[EPISODE_LENGTH], 0).sum().astype(jnp.float32)
         )
+    for key in env_info:
+        value = jnp.asarray(info[key], jnp.float32)
+        per_step = value.reshape(*done.shape, -1).mean(axis=-1)
+        metrics[INFO_SUM + key] = jnp.where(done, per_step, 0.0).sum()
     return metrics
 
 

@@ -13,6 +13,7 @@ from jaxrl_fdg.core.names import (
     EPISODE_RETURN,
     EPISODE_RETURN_SUM,
     EPISODES,
+    INFO_SUM,
 )
 from jaxrl_fdg.profiling import summary_table
 from jaxrl_fdg.tuning import LINEAGE_PREFIXES
@@ -45,6 +46,11 @@ def row(metrics, iterations, config, wall, window_wall) -> dict[str, Any]:
     for key, values in metrics.items():
         fragment = key.split("/")[0] if "/" in key else None
         if key in EPISODE_KEYS:
+            continue
+        if key.startswith(INFO_SUM):  # an env info key: its mean over the ended episodes
+            episodes = out[EPISODES]
+            total = float(np.sum(values))
+            out[key[len(INFO_SUM) :]] = total / episodes if episodes else None
             continue
         if key.startswith(LINEAGE_PREFIXES):  # a lane's state after the chunk; no mean over lanes
             if np.ndim(values) == 1:

@@ -3,10 +3,14 @@ in lock-step with running episode statistics, reset where an episode ends; the e
 totals on the step's edges; ``observation`` and ``episode_step`` published; the same bits in
 numpy as in JAX (a host simulator's step)."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+import jaxrl_fdg as rl
 from jaxrl_fdg import envs, testing
 from jaxrl_fdg.core.env_fragment import (
     ENV_OUTPUTS,
@@ -95,3 +99,29 @@ def test_env_fragment_wraps_a_jax_environment():
     state, out = call(frag, state, {"action": jnp.zeros(B, jnp.int32)}, jax.random.key(1))
     np.testing.assert_array_equal(out["reward"], np.ones(B))  # CartPole: 1 per step
     np.testing.assert_array_equal(state.episode_length, np.ones(B))
+
+
+class _Flagged(envs.Minefield):
+    """Minefield reporting whether the agent stands in the goal column."""
+
+    def info_env(self, state, params):
+        return {"crossed": (state.position[1] == params.size - 1).astype(jnp.float32)}
+
+
+def test_env_info_reaches_the_trajectory_and_the_rows(tmp_path):
+    if "Flagged-v0" not in envs.registered():
+        envs.register("Flagged-v0", _Flagged)
+    config = testing.tiny("ppo", env="Flagged-v0", iterations=6, log_every=1)
+    result = rl.train(config.replace(out=str(tmp_path), run_name="f"))
+    crossed = np.asarray(result.metrics["info_sum/crossed"])
+    rows = [json.loads(line) for line in (tmp_path / "f" / "metrics.jsonl").open()]
+    # Minefield's only positive return is the crossing: the fraction of episodes that ended
+    # crossed is the mean return over episodes that did not step onto a mine (here: none do,
+    # the mask forbids it).
+    for row, total in zip(rows, crossed, strict=True):
+        if row["episodes"]:
+            assert row["crossed"] == pytest.approx(total / row["episodes"])
+            assert row["crossed"] == pytest.approx(row["episode_return"])
+        else:
+            assert row["crossed"] is None
+    assert crossed.sum() > 0
