@@ -26,6 +26,7 @@ from jaxrl_fdg.core.names import (
 )
 from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Box
+from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import normalization
 from jaxrl_fdg.fragments.networks import ActorCritic, GaussianActorCritic
@@ -69,9 +70,17 @@ class Sequences(NamedTuple):
 
 class Policy:
     """The policy and value network of an actor-critic, for a Discrete or a Box action space,
-    feed-forward or (``memory`` gru or lstm) recurrent."""
+    feed-forward or (``memory`` gru or lstm) recurrent.
 
-    def __init__(self, ctx: AlgorithmContext[ActorCriticConfig]):
+    ``network`` replaces the built-in feed-forward network by a flax module of the same contract
+    (a custom head, a shared torso): ``network(observation)`` returns ``(logits [..., n], value
+    [...])`` for a Discrete action space, ``(mean, log_std, value)`` for a Box, and
+    ``network.value(observation)`` the value alone. Sampling, masks, log-probabilities,
+    normalisation and evaluation stay as they are: ``ppo.build(ctx, policy=Policy(ctx,
+    network=...))`` trains it with no copy of PPO.
+    """
+
+    def __init__(self, ctx: AlgorithmContext[ActorCriticConfig], network: Any = None):
         hp = ctx.hparams
         space = ctx.action_space
         common = dict(
@@ -119,6 +128,13 @@ class Policy:
             )
             self.memory_width = memory_width(hp.memory, hp.memory_size)
             self.outputs = (*self.outputs, MEMORY, EPISODE_START)
+        if network is not None:
+            if self.recurrent:
+                raise ConfigError(
+                    f"a network of one's own is feed-forward here; memory = {hp.memory!r} "
+                    "builds the recurrent one (use memory none)"
+                )
+            self.net = network
 
     def init(self, key: jax.Array) -> Any:
         """The network's variables: ``{"params": ...}``, and with ``normalize_observations``
@@ -274,7 +290,7 @@ class Policy:
         return jax.lax.scan(step, extras[MEMORY][0], inputs)[1]
 
     def value(self, params: Any, observation: jax.Array) -> jax.Array:
-        return self._apply(params, observation, method=ActorCritic.value)
+        return self._apply(params, observation, method="value")
 
     def mode(self, params: Any, observation: jax.Array, action_mask=None) -> jax.Array:
         """The deterministic policy (for evaluation): the most probable (legal) action, or the

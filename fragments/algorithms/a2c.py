@@ -77,9 +77,11 @@ def optimizer(ctx: AlgorithmContext[A2CConfig]) -> optax.GradientTransformation:
     return ac.optimizer(ctx, ctx.num_iterations, make)
 
 
-def build(ctx: AlgorithmContext[A2CConfig]) -> Algorithm:
+def build(ctx: AlgorithmContext[A2CConfig], policy: ac.Policy | None = None) -> Algorithm:
+    """The algorithm's fragments; ``policy`` replaces its policy and value network by one of
+    the caller's (``ac.Policy(ctx, network=...)``: a custom head, a shared torso)."""
     hp = ctx.hparams
-    policy = ac.Policy(ctx)
+    policy = ac.Policy(ctx) if policy is None else policy
     tx = optimizer(ctx)
 
     def loss(params, batch: ac.Batch | ac.Sequences):

@@ -143,15 +143,21 @@ def check_discrete(ctx: AlgorithmContext[DQNConfig], name: str) -> None:
     offpolicy.check(ctx)
 
 
-def build(ctx: AlgorithmContext[DQNConfig]) -> Algorithm:
+def build(ctx: AlgorithmContext[DQNConfig], network: Any = None) -> Algorithm:
+    """The algorithm's fragments; ``network`` replaces its Q-network by a flax module of the
+    caller's, ``observation [..., *obs] -> Q [..., n]`` (a custom head, a shared torso)."""
     hp = ctx.hparams
-    net = QNetwork(
-        num_actions=ctx.action_space.n,
-        hidden_sizes=tuple(hp.hidden_sizes),
-        activation=hp.activation,
-        dueling=hp.dueling,
-        obs_ndim=observation_ndim(ctx.observation_space),
-        torso=hp.torso,
+    net = (
+        network
+        if network is not None
+        else QNetwork(
+            num_actions=ctx.action_space.n,
+            hidden_sizes=tuple(hp.hidden_sizes),
+            activation=hp.activation,
+            dueling=hp.dueling,
+            obs_ndim=observation_ndim(ctx.observation_space),
+            torso=hp.torso,
+        )
     )
     return build_q_learning(ctx, "dqn", scalar_head(net, hp))
 

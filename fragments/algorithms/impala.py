@@ -66,9 +66,11 @@ def check(ctx: AlgorithmContext[IMPALAConfig]) -> None:
         )
 
 
-def build(ctx: AlgorithmContext[IMPALAConfig]) -> Algorithm:
+def build(ctx: AlgorithmContext[IMPALAConfig], policy: ac.Policy | None = None) -> Algorithm:
+    """The algorithm's fragments; ``policy`` replaces its policy and value network by one of
+    the caller's (``ac.Policy(ctx, network=...)``: a custom head, a shared torso)."""
     hp = ctx.hparams
-    policy = ac.Policy(ctx)
+    policy = ac.Policy(ctx) if policy is None else policy
     tx = a2c.optimizer(ctx)
 
     def loss(params, trajectory: Transition):

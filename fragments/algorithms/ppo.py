@@ -76,9 +76,11 @@ def optimizer(ctx: AlgorithmContext[PPOConfig]) -> optax.GradientTransformation:
     return ac.optimizer(ctx, updates, lambda lr: optax.adam(lr, eps=1e-5))
 
 
-def build(ctx: AlgorithmContext[PPOConfig]) -> Algorithm:
+def build(ctx: AlgorithmContext[PPOConfig], policy: ac.Policy | None = None) -> Algorithm:
+    """The algorithm's fragments; ``policy`` replaces its policy and value network by one of
+    the caller's (``ac.Policy(ctx, network=...)``: a custom head, a shared torso)."""
     hp = ctx.hparams
-    policy = ac.Policy(ctx)
+    policy = ac.Policy(ctx) if policy is None else policy
     tx = optimizer(ctx)
 
     def loss(params, mb: ac.Batch | ac.Sequences):

@@ -22,7 +22,7 @@ learning rate can fall linearly to 0 over the run.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -139,15 +139,21 @@ def make_batch(net: QNetwork, params, trajectory: Transition, hp: PQNConfig) -> 
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
 
 
-def build(ctx: AlgorithmContext[PQNConfig]) -> Algorithm:
+def build(ctx: AlgorithmContext[PQNConfig], network: Any = None) -> Algorithm:
+    """The algorithm's fragments; ``network`` replaces its Q-network by a flax module of the
+    caller's, ``observation [..., *obs] -> Q [..., n]`` (a custom head, a shared torso)."""
     hp = ctx.hparams
-    net = QNetwork(
-        num_actions=ctx.action_space.n,
-        hidden_sizes=tuple(hp.hidden_sizes),
-        activation=hp.activation,
-        obs_ndim=observation_ndim(ctx.observation_space),
-        layer_norm=hp.layer_norm,
-        torso=hp.torso,
+    net = (
+        network
+        if network is not None
+        else QNetwork(
+            num_actions=ctx.action_space.n,
+            hidden_sizes=tuple(hp.hidden_sizes),
+            activation=hp.activation,
+            obs_ndim=observation_ndim(ctx.observation_space),
+            layer_norm=hp.layer_norm,
+            torso=hp.torso,
+        )
     )
     num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
     tx = ac.optimizer(ctx, num_updates, optax.radam)
