@@ -18,6 +18,7 @@ def test_there_are_tutorials_with_code():
     assert [p.stem for p in TUTORIALS] == [
         "add-a-fragment",
         "compare",
+        "dict-observations-and-masks",
         "extend-a-built-in",
         "host-simulator",
         "own-jax-env",
