@@ -596,6 +596,36 @@ def envs(r: dict[str, dict]) -> str:
     return "\n\n".join(parts)
 
 
+def env_adapters(r: dict[str, dict]) -> str:
+    """``benchmarks/env_adapters.py``: each JAX suite's adapter against the suite's own
+    auto-resetting environment, env steps/s per number of environments."""
+    report = r["env_adapters.json"]
+    rows = []
+    for entry in report["results"].values():
+        for n, x in entry["by_num_envs"].items():
+            rows.append(
+                [
+                    f"`{entry['env']}`",
+                    f"{int(n):,}",
+                    _rate(x.get("ours")),
+                    _rate(x.get("raw")),
+                    _ratio(x.get("ours_vs_raw")),
+                    _s(x.get("ours_compile_s"), ".1f"),
+                    _s(x.get("raw_compile_s"), ".1f"),
+                ]
+            )
+    header = [
+        "env",
+        "envs",
+        "adapter",
+        "suite's own",
+        "adapter / own",
+        "compile s (adapter)",
+        "compile s (own)",
+    ]
+    return _table(header, rows)
+
+
 def host_simulators(r: dict[str, dict]) -> str:
     report = r["host_simulators.json"]
     rows = []

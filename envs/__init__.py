@@ -1,7 +1,9 @@
 """Pure JAX environments: ``reset``/``step`` over explicit state, spaces and a registry.
 
 ``make(name)`` builds registered names and, through :mod:`jaxrl_fdg.envs.prefixes`, the
-prefixed ones: ``brax/<env>[:<backend>]``, ``gym/<id>`` and ``gymnax/<id>``.
+prefixed ones: ``brax/<env>[:<backend>]``, ``gym/<id>``, ``gymnax/<id>``, the JAX suites
+(``craftax/``, ``xminigrid/``, ``navix/``, ``jumanji/``) and any suite with gymnax's or dm_env's
+API (``gymnax-api/<module>:<factory>``, ``timestep-api/<module>:<factory>``).
 """
 
 from jaxrl_fdg.envs.base import Environment, EpisodeState, TimeStep

@@ -161,7 +161,7 @@ def first_difference(a: Any, b: Any, exact: bool = True) -> str | None:
 
 
 def describe_type(x: Any) -> str:
-    return f"{jnp.dtype(x.dtype)}{list(np.shape(x))}"
+    return f"{x.dtype}{list(np.shape(x))}"
 
 
 def type_difference(a: Any, b: Any) -> tuple[str, str, str] | None:
@@ -172,7 +172,7 @@ def type_difference(a: Any, b: Any) -> tuple[str, str, str] | None:
     if left_def != right_def:
         return "", f"{len(left)} arrays as {left_def}", f"{len(right)} arrays as {right_def}"
     for (path, x), (_, y) in zip(left, right, strict=True):
-        if np.shape(x) != np.shape(y) or jnp.dtype(x.dtype) != jnp.dtype(y.dtype):
+        if np.shape(x) != np.shape(y) or x.dtype != y.dtype:
             return path_name(path), describe_type(x), describe_type(y)
     return None
 

@@ -1,28 +1,42 @@
-"""gymnax environments behind this package's :class:`Environment` API: ``gymnax/<id>``.
+"""Environments with gymnax's API behind this package's :class:`Environment` API: ``gymnax/<id>``
+for gymnax's own, ``gymnax-api/<module>:<factory>`` for anyone's.
 
-``GymnaxEnv(env_id)`` wraps one of ``gymnax.registered_envs`` (classic control, bsuite,
-MinAtar, misc). ``reset_env`` and ``step_env`` are gymnax's own ``reset_env``/``step_env``; the
-time limit and the auto-reset come from :class:`~jaxrl_fdg.envs.base.Environment`, once, as for
-every other environment here, and reproduce gymnax's ``step`` exactly (``tests/envs/
-test_gymnax.py`` checks every registered id):
+gymnax's API is a stateless object with ``reset_env(key, params) -> (obs, state)``,
+``step_env(key, state, action, params) -> (obs, state, reward, done, info)``,
+``observation_space(params)``, ``action_space(params)`` and ``default_params``. Many JAX suites
+copy it (Craftax does, see :mod:`~jaxrl_fdg.envs.craftax_adapter`), so one class,
+:class:`GymnaxApiEnv`, adapts any such object, and :class:`GymnaxEnv` is that class plus gymnax's
+registry. ``reset_env`` and ``step_env`` are the wrapped object's own; the time limit and the
+auto-reset come from :class:`~jaxrl_fdg.envs.base.Environment`, once, as for every other
+environment here, and reproduce gymnax's ``step`` exactly (``tests/envs/test_gymnax.py`` checks
+every registered id):
 
 * **Keys.** gymnax's ``step(key, ...)`` steps with ``split(key)[0]`` and resets with
   ``split(key)[1]``; the base class's ``step`` does the same, so one key gives one transition.
 * **Time limit.** Since gymnax 1.0, ``step_env`` returns ``terminated`` (the MDP's own end,
   never the time limit) and ``step`` adds ``truncated = state.time >= max_steps_in_episode``.
   Every gymnax environment starts ``state.time`` at 0 and adds 1 per step, the count the base
-  class keeps, so the base class owns the limit and reads it from gymnax's params:
+  class keeps, so the base class owns the limit and reads it from the wrapped params:
   ``GymnaxParams.max_steps`` *is* ``params.gymnax.max_steps_in_episode``, one number for both,
-  sweepable like any other leaf. Environments that override gymnax's ``is_truncated`` or
-  ``step`` (none registered but DeepSea, whose reset keeps two running totals: see
-  :data:`_RESET_KEEPS`) get a warning, as their own ``step`` may differ.
-* **Spaces.** ``Discrete`` stays ``Discrete``; ``Box`` becomes a float32 ``Box`` and its
-  observations float32 (FourRooms' int32 positions too), with gymnax's shape kept: MinAtar's
-  images are ``[10, 10, C]``, Pong's ``[30, 40, 3]``, ready for a CNN torso. FrozenLake's
-  observation is ``Discrete(16)``, an int32 scalar. Actions go to gymnax unchanged; rewards are
-  cast to float32 (integral in the bandits and UmbrellaChain, so exactly).
+  sweepable like any other leaf. Other suites name the field differently (Craftax:
+  ``max_timesteps``); :data:`LIMIT_FIELDS` are the names looked for, and params with none of
+  them get a limit of their own (:data:`DEFAULT_MAX_STEPS`, ``max_steps=`` to change it).
+  A suite whose ``step_env`` folds the time limit into ``done`` (gymnax before 1.0, Craftax)
+  is adapted with ``limit_in_done=True``: ``step_env`` then runs with the limit field at its
+  largest value, so its ``done`` is the MDP's end alone, and the base class raises
+  ``truncated`` at the real limit. gymnax environments that override gymnax's
+  ``is_truncated`` or ``step`` (none registered but DeepSea, whose reset keeps two running
+  totals: see :data:`_RESET_KEEPS`) get a warning, as their own ``step`` may differ.
+* **Spaces.** :func:`gymnax_space` converts gymnax's ``Discrete``, ``Box``, ``Dict`` and
+  ``Tuple`` (and look-alikes: it reads attributes, not classes, so Craftax's copies convert
+  too) in one place. Observations are cast to their space's dtypes. For gymnax's own
+  environments a ``Box`` becomes float32 (FourRooms' int32 positions too), with gymnax's shape
+  kept: MinAtar's images are ``[10, 10, C]``, Pong's ``[30, 40, 3]``, ready for a CNN torso.
+  FrozenLake's observation is ``Discrete(16)``, an int32 scalar. Actions go to the wrapped
+  object unchanged; rewards are cast to float32 (integral in the bandits and UmbrellaChain, so
+  exactly).
 
-**Params** are :class:`GymnaxParams`: gymnax's own params pytree, whose every field is a leaf, so
+**Params** are :class:`GymnaxParams`: the wrapped params pytree, whose every field is a leaf, so
 a physics sweep is a ``jax.vmap`` over params:
 
 >>> env = make_gymnax("CartPole-v1")
@@ -38,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -46,7 +61,7 @@ from flax import struct
 
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
-from jaxrl_fdg.envs.spaces import Box, Discrete, Space
+from jaxrl_fdg.envs.spaces import Box, Dict, Discrete, Space, Tuple
 
 # gymnax classes whose own ``step`` keeps fields of the finished episode's state across the
 # auto-reset (gymnax's DeepSea: bsuite's running count of bad episodes and denoised return).
@@ -54,26 +69,129 @@ _RESET_KEEPS: dict[str, tuple[str, ...]] = {
     "DeepSea": ("total_bad_episodes", "denoised_return"),
 }
 
+LIMIT_FIELDS = ("max_steps_in_episode", "max_timesteps", "max_steps", "max_episode_steps")
+"""Names of a params field that holds the episode length, looked for in this order: gymnax's,
+Craftax's, and two common ones. The first found is the time limit the base class applies."""
+
+DEFAULT_MAX_STEPS = 10_000
+"""The time limit of an environment whose own API names none (no field of :data:`LIMIT_FIELDS`
+in its params, no ``time_limit`` attribute): long enough not to cut a sensible episode, finite so
+that an evaluation of a policy that never ends an episode still ends. ``max_steps=`` changes it."""
+
+_NO_LIMIT = 2**31 - 1  # the largest int32: a limit ``state.time >= limit`` never reaches
+
 
 @struct.dataclass
 class GymnaxParams:
-    """Parameters of a gymnax environment: gymnax's own params pytree.
+    """Parameters of a gymnax-API environment: its own params pytree, and which field of it is
+    the episode length.
 
     Attributes:
       gymnax: the wrapped environment's params (a gymnax ``EnvParams`` dataclass; every field,
         ``max_steps_in_episode`` included, is a pytree leaf). Change fields with
         :func:`with_params`.
+      steps: the time limit, where ``gymnax`` has no field for it (``limit`` is None); else None.
+      limit: the name of the field of ``gymnax`` that is the time limit (static), or None.
     """
 
     gymnax: Any  # gymnax.EnvParams; typed loosely so this module never imports gymnax
+    steps: Any = None
+    limit: str | None = struct.field(pytree_node=False, default="max_steps_in_episode")
 
     @property
     def max_steps(self) -> Any:
-        """The time limit the base class applies: gymnax's ``max_steps_in_episode``."""
-        return self.gymnax.max_steps_in_episode
+        """The time limit the base class applies: the wrapped params' own field (gymnax's
+        ``max_steps_in_episode``), or ``steps`` where they have none."""
+        return self.steps if self.limit is None else getattr(self.gymnax, self.limit)
 
 
-class GymnaxEnv(Environment[Any, GymnaxParams]):
+class GymnaxApiEnv(Environment[Any, GymnaxParams]):
+    """Any object with gymnax's API, with time limit and auto-reset from the base class.
+
+    Args:
+      env: the object: ``reset_env``, ``step_env``, ``observation_space``, ``action_space`` and
+        (unless ``params`` is given) ``default_params``, as gymnax has them.
+      params: its params; default ``env.default_params``.
+      name: the environment's name in messages and run folders.
+      time_limit: the field of its params that is the episode length; default the first of
+        :data:`LIMIT_FIELDS` it has, else a limit of the adapter's own
+        (:data:`DEFAULT_MAX_STEPS`).
+      limit_in_done: its ``step_env`` ends episodes at the time limit itself (``done`` includes
+        ``time >= limit``, as in gymnax before 1.0 and in Craftax); ``step_env`` is then given
+        params whose limit field is the largest int32, so that its ``done`` is the MDP's own
+        end and the time limit is reported as ``truncated``.
+
+    Raises:
+      ValueError: ``time_limit`` names no field of the params, ``limit_in_done`` without a limit
+        field, or a space that :func:`gymnax_space` cannot convert.
+    """
+
+    float_boxes: bool = False
+    """Whether every ``Box`` space (and its observations) becomes float32: gymnax's own
+    environments, whose ``Box`` observations are float32 but for FourRooms' int32 positions."""
+
+    def __init__(
+        self,
+        env: Any,
+        params: Any = None,
+        *,
+        name: str = "gymnax-api",
+        time_limit: str | None = None,
+        limit_in_done: bool = False,
+    ):
+        self._env = env
+        wrapped = env.default_params if params is None else params
+        field = _limit_field(wrapped, time_limit)
+        if limit_in_done and field is None:
+            raise ValueError(
+                f"{name}: limit_in_done needs the params' time-limit field; name it with "
+                f"time_limit= (none of {', '.join(LIMIT_FIELDS)} found)"
+            )
+        self._default = GymnaxParams(
+            wrapped, None if field else jnp.int32(DEFAULT_MAX_STEPS), field
+        )
+        self._limit_in_done = limit_in_done
+        self.name = name
+        # Observations take the dtypes of their space; checks that both spaces convert.
+        self._obs_space = self.observation_space(self._default)
+        self.action_space(self._default)
+
+    @property
+    def gymnax_env(self) -> Any:
+        """The wrapped environment."""
+        return self._env
+
+    @property
+    def default_params(self) -> GymnaxParams:
+        """The wrapped environment's default params (its episode length included)."""
+        return self._default
+
+    def reset_env(self, key: jax.Array, params: GymnaxParams) -> tuple[Any, Any]:
+        obs, state = self._env.reset_env(key, params.gymnax)
+        # Strong dtypes, so that stepped states (cast to these) and reset states are one type in
+        # scan carries and in the base class's select between them.
+        return as_strong(state), cast_to_space(obs, self._obs_space)
+
+    def step_env(
+        self, key: jax.Array, state: Any, action: jax.Array, params: GymnaxParams
+    ) -> tuple[Any, Any, jax.Array, jax.Array]:
+        wrapped = params.gymnax
+        if self._limit_in_done:
+            wrapped = wrapped.replace(**{params.limit: _NO_LIMIT})
+        obs, new, reward, terminated, _ = self._env.step_env(key, state, action, wrapped)
+        return cast_like(new, state), cast_to_space(obs, self._obs_space), reward, terminated
+
+    def observation_space(self, params: GymnaxParams) -> Space:
+        """The wrapped observation space as ours; its bounds may read (traced) params."""
+        space = gymnax_space(self._env.observation_space(params.gymnax), self.name)
+        return _float_boxes(space) if self.float_boxes else space
+
+    def action_space(self, params: GymnaxParams) -> Space:
+        space = gymnax_space(self._env.action_space(params.gymnax), self.name)
+        return _float_boxes(space) if self.float_boxes else space
+
+
+class GymnaxEnv(GymnaxApiEnv):
     """A gymnax environment by id, with time limit and auto-reset from the base class.
 
     Args:
@@ -83,8 +201,10 @@ class GymnaxEnv(Environment[Any, GymnaxParams]):
 
     Raises:
       UnknownEnvironmentError: ``env_id`` is not registered with gymnax (close matches named).
-      ValueError: the constructor refuses ``kwargs``, or a space is neither Discrete nor Box.
+      ValueError: the constructor refuses ``kwargs``, or a space is not one gymnax has.
     """
+
+    float_boxes = True
 
     def __init__(self, env_id: str, **kwargs: Any):
         import gymnax  # imported here, not at module level: gymnax imports gymnasium
@@ -94,40 +214,15 @@ class GymnaxEnv(Environment[Any, GymnaxParams]):
                 unknown("gymnax environment", env_id, gymnax.registered_envs)
             )
         try:
-            self._env, gymnax_params = gymnax.make(env_id, **kwargs)
+            env, gymnax_params = gymnax.make(env_id, **kwargs)
         except TypeError as e:
             raise ValueError(f"gymnax cannot make {env_id!r} with {kwargs}: {e}") from None
-        self._default = GymnaxParams(gymnax_params)
         self.env_id = env_id
-        self.name = f"gymnax-{env_id}"
-        self._keeps = _RESET_KEEPS.get(type(self._env).__name__, ())
-        _warn_if_own_step(self._env, env_id, known=bool(self._keeps))
-        # Observations take the dtype of their space; checks that both spaces convert.
-        self._obs_dtype = self.observation_space(self._default).dtype
-        self.action_space(self._default)
-
-    @property
-    def gymnax_env(self) -> Any:
-        """The wrapped gymnax environment."""
-        return self._env
-
-    @property
-    def default_params(self) -> GymnaxParams:
-        """gymnax's default params (its episode length included)."""
-        return self._default
-
-    def reset_env(self, key: jax.Array, params: GymnaxParams) -> tuple[Any, jax.Array]:
-        obs, state = self._env.reset_env(key, params.gymnax)
-        # Strong dtypes, so that stepped states (cast to these) and reset states are one type in
-        # scan carries and in the base class's select between them.
-        return jax.tree.map(_strong, state), jnp.asarray(obs, self._obs_dtype)
-
-    def step_env(
-        self, key: jax.Array, state: Any, action: jax.Array, params: GymnaxParams
-    ) -> tuple[Any, jax.Array, jax.Array, jax.Array]:
-        obs, new, reward, terminated, _ = self._env.step_env(key, state, action, params.gymnax)
-        new = jax.tree.map(_cast_like, new, state)
-        return new, jnp.asarray(obs, self._obs_dtype), reward, terminated
+        self._keeps = _RESET_KEEPS.get(type(env).__name__, ())
+        _warn_if_own_step(env, env_id, known=bool(self._keeps))
+        super().__init__(
+            env, gymnax_params, name=f"gymnax-{env_id}", time_limit="max_steps_in_episode"
+        )
 
     def auto_reset_env(
         self, key: jax.Array, state: Any, params: GymnaxParams
@@ -137,13 +232,6 @@ class GymnaxEnv(Environment[Any, GymnaxParams]):
         if self._keeps:
             new = new.replace(**{name: getattr(state, name) for name in self._keeps})
         return new, obs
-
-    def observation_space(self, params: GymnaxParams) -> Space:
-        """gymnax's observation space as ours; its bounds may read (traced) params."""
-        return _space(self._env.observation_space(params.gymnax), self.env_id)
-
-    def action_space(self, params: GymnaxParams) -> Space:
-        return _space(self._env.action_space(params.gymnax), self.env_id)
 
 
 def make_gymnax(env_id: str, **kwargs: Any) -> GymnaxEnv:
@@ -155,43 +243,151 @@ def make_gymnax(env_id: str, **kwargs: Any) -> GymnaxEnv:
     return GymnaxEnv(env_id, **kwargs)
 
 
+def make_gymnax_api(
+    factory: Callable[..., Any],
+    name: str = "gymnax-api",
+    *,
+    time_limit: str | None = None,
+    limit_in_done: bool = False,
+    max_steps: Any = None,
+    **kwargs: Any,
+) -> tuple[GymnaxApiEnv, GymnaxParams]:
+    """``(environment, params)`` of what ``factory(**kwargs)`` returns: an object with gymnax's
+    API, or a pair ``(object, params)`` as ``gymnax.make`` returns. ``max_steps`` sets the time
+    limit; ``time_limit`` and ``limit_in_done`` are :class:`GymnaxApiEnv`'s.
+
+    >>> import gymnax
+    >>> env, params = make_gymnax_api(gymnax.make, env_id="CartPole-v1", max_steps=200)
+
+    Raises:
+      ValueError: the factory refuses ``kwargs``, or returns no gymnax-API object.
+    """
+    built = call_factory(factory, name, kwargs)
+    env, params = built if isinstance(built, tuple) and len(built) == 2 else (built, None)
+    missing = [
+        m
+        for m in ("reset_env", "step_env", "observation_space", "action_space")
+        if not callable(getattr(env, m, None))
+    ]
+    if params is None and not hasattr(env, "default_params"):
+        missing.append("default_params")
+    if missing:
+        raise ValueError(
+            f"{name}: the factory returned a {type(env).__name__}, which lacks gymnax's "
+            f"{', '.join(missing)}"
+        )
+    adapted = GymnaxApiEnv(
+        env, params, name=name, time_limit=time_limit, limit_in_done=limit_in_done
+    )
+    params = adapted.default_params
+    return adapted, params if max_steps is None else with_params(params, max_steps=max_steps)
+
+
 def with_params(params: GymnaxParams, **overrides: Any) -> GymnaxParams:
-    """``params`` with fields of gymnax's params replaced; ``max_steps`` is
-    ``max_steps_in_episode``.
+    """``params`` with fields of the wrapped params replaced; ``max_steps`` is the time-limit
+    field (gymnax's ``max_steps_in_episode``).
 
     >>> params = with_params(env.default_params, gravity=5.0, max_steps=200)
 
     Raises:
-      ValueError: a name that is no field of gymnax's params (the message lists them), or both
-        ``max_steps`` and ``max_steps_in_episode``.
+      ValueError: a name that is no field of the wrapped params (the message lists them), or
+        both ``max_steps`` and the field it names.
     """
+    return replace_fields(params, overrides, "gymnax")
+
+
+def replace_fields(params: GymnaxParams, overrides: dict[str, Any], what: str) -> GymnaxParams:
+    """:func:`with_params`, naming the suite (``what``) in its messages."""
     if not overrides:
         return params
-    if "max_steps" in overrides and "max_steps_in_episode" in overrides:
-        raise ValueError("give max_steps or max_steps_in_episode, not both (they are one field)")
+    overrides = dict(overrides)
+    limit = params.limit
+    if "max_steps" in overrides and limit in overrides:
+        raise ValueError(f"give max_steps or {limit}, not both (they are one field)")
+    if limit is None and "max_steps" in overrides:
+        params = params.replace(steps=jnp.asarray(overrides.pop("max_steps"), jnp.int32))
+    renamed = {(limit if k == "max_steps" else k): v for k, v in overrides.items()}
     fields = {f.name for f in dataclasses.fields(params.gymnax)}
-    renamed = {("max_steps_in_episode" if k == "max_steps" else k): v for k, v in overrides.items()}
     bad = sorted(set(renamed) - fields)
     if bad:
         raise ValueError(
-            f"unknown gymnax parameter(s) {bad}; valid: max_steps, {', '.join(sorted(fields))}"
+            f"unknown {what} parameter(s) {bad}; valid: max_steps, {', '.join(sorted(fields))}"
         )
-    return params.replace(gymnax=params.gymnax.replace(**renamed))
+    return params.replace(gymnax=params.gymnax.replace(**renamed)) if renamed else params
 
 
-def _space(space: Any, env_id: str) -> Space:
-    """A gymnax ``Discrete`` or ``Box`` as ours (a ``Box`` as float32)."""
-    from gymnax.environments import spaces
+def gymnax_space(space: Any, name: str = "environment") -> Space:
+    """A gymnax space as ours: ``Discrete`` (``n``), ``Box`` (``low``, ``high``, ``shape``,
+    ``dtype``, kept), ``Dict`` and ``Tuple`` (``spaces``, converted inside).
 
-    if isinstance(space, spaces.Discrete):
+    Spaces are read by their attributes and class names, not their classes, so the copies
+    other suites keep of gymnax's spaces (Craftax's ``environment_base.spaces``) convert too.
+
+    Raises:
+      ValueError: a space of another kind (the message names it and the kinds converted).
+    """
+    kind = type(space).__name__
+    if kind == "Discrete" and hasattr(space, "n"):
         return Discrete(int(space.n))
-    if isinstance(space, spaces.Box):
-        low, high = (jnp.asarray(bound, jnp.float32) for bound in (space.low, space.high))
-        return Box(low, high, tuple(space.shape), jnp.float32)
+    if kind == "Box" and hasattr(space, "low"):
+        dtype = jnp.dtype(getattr(space, "dtype", jnp.float32))
+        low, high = (jnp.asarray(bound, dtype) for bound in (space.low, space.high))
+        return Box(low, high, tuple(space.shape), dtype)
+    inner = getattr(space, "spaces", None)
+    if kind == "Dict" and isinstance(inner, Mapping):
+        return Dict({k: gymnax_space(s, name) for k, s in inner.items()})
+    if kind == "Tuple" and isinstance(inner, tuple | list):
+        return Tuple(tuple(gymnax_space(s, name) for s in inner))
     raise ValueError(
-        f"gymnax environment {env_id!r} has a {type(space).__name__} space; "
-        "only Discrete and Box are supported"
+        f"{name} has a {kind} space; only gymnax's Discrete, Box, Dict and Tuple are supported"
     )
+
+
+def cast_to_space(value: Any, space: Any) -> Any:
+    """``value`` (an array, or the dict or tuple of a nested space) in the dtypes of ``space``:
+    an environment's observations then match what it declares, as
+    :func:`~jaxrl_fdg.envs.contracts.check_reset` requires."""
+    if isinstance(space, Dict):
+        return {k: cast_to_space(value[k], s) for k, s in space.spaces.items()}
+    if isinstance(space, Tuple):
+        return tuple(cast_to_space(v, s) for v, s in zip(value, space.spaces, strict=True))
+    return jnp.asarray(value, space.dtype)
+
+
+def _float_boxes(space: Space) -> Space:
+    """``space`` with every ``Box`` float32 (gymnax's own environments)."""
+    if isinstance(space, Box):
+        low, high = (jnp.asarray(b, jnp.float32) for b in (space.low, space.high))
+        return Box(low, high, space.shape, jnp.float32)
+    if isinstance(space, Dict):
+        return Dict({k: _float_boxes(s) for k, s in space.spaces.items()})
+    if isinstance(space, Tuple):
+        return Tuple(tuple(_float_boxes(s) for s in space.spaces))
+    return space
+
+
+def _limit_field(params: Any, named: str | None) -> str | None:
+    """The field of ``params`` that is the time limit: ``named``, else the first of
+    :data:`LIMIT_FIELDS` it has, else None."""
+    fields = (
+        [f.name for f in dataclasses.fields(params)] if dataclasses.is_dataclass(params) else []
+    )
+    if named is not None:
+        if named not in fields:
+            raise ValueError(
+                f"time_limit={named!r} is no field of {type(params).__name__}; valid: "
+                f"{', '.join(fields) or 'none (not a dataclass)'}"
+            )
+        return named
+    return next((f for f in LIMIT_FIELDS if f in fields), None)
+
+
+def call_factory(factory: Callable[..., Any], name: str, kwargs: dict[str, Any]) -> Any:
+    """``factory(**kwargs)``, a refusal of the keywords as a one-line ``ValueError``."""
+    try:
+        return factory(**kwargs)
+    except TypeError as e:
+        raise ValueError(f"{name}: the factory cannot be called with {kwargs}: {e}") from None
 
 
 def _warn_if_own_step(env: Any, env_id: str, known: bool) -> None:
@@ -208,6 +404,18 @@ def _warn_if_own_step(env: Any, env_id: str, known: bool) -> None:
             "here are gymnax's default ones, so episodes may differ from its own step",
             stacklevel=3,
         )
+
+
+def as_strong(tree: Any) -> Any:
+    """Every leaf of ``tree`` an array of its own dtype, none weakly typed (a state's Python
+    ints become int32): a reset state then has the types of the states stepped from it."""
+    return jax.tree.map(_strong, tree)
+
+
+def cast_like(tree: Any, ref: Any) -> Any:
+    """``tree`` with every leaf in the dtype of the same leaf of ``ref`` (the state it was
+    stepped from), so that a scan's carry keeps one type."""
+    return jax.tree.map(_cast_like, tree, ref)
 
 
 def _is_key(x: Any) -> bool:

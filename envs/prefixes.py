@@ -1,5 +1,7 @@
 """Environment names with a prefix: ``brax/<env>[:<backend>]``, ``gym/<id>``, ``gymnax/<id>``,
-``playground/<name>``, ``envpool/<task-id>``.
+``playground/<name>``, ``envpool/<task-id>``, ``craftax/<id>``, ``xminigrid/<id>``,
+``navix/<id>``, ``jumanji/<id>``, and the generic ``gymnax-api/<module>:<factory>`` and
+``timestep-api/<module>:<factory>``.
 
 Each prefix names an adapter to another library's environments. :data:`ADAPTERS` is the table:
 the prefix, what it gives, an example, the package it needs and how to install it, a cheap check
@@ -21,10 +23,36 @@ What ``**overrides`` mean, per prefix (for registered names they replace fields 
   unless given).
 * ``envpool/``: keywords go to ``envpool.make_gymnasium`` (e.g. ``episodic_life=True``);
   ``max_steps`` is EnvPool's ``max_episode_steps``; params are None.
+* ``craftax/``: ``achievements`` is ``each`` (one info key per achievement, the default),
+  ``vector`` or ``none``; other keywords replace fields of Craftax's params (``day_length``);
+  ``max_steps`` is Craftax's ``max_timesteps`` (:mod:`~jaxrl_fdg.envs.craftax_adapter`).
+* ``xminigrid/``: ``direction=True`` observes ``{"img", "direction"}``,
+  ``rules_and_goals=True`` adds the task's encodings; ``benchmark`` (a name such as
+  ``trivial-21k``, or a file) with ``ruleset_index`` puts one of its rulesets into the params;
+  other keywords replace fields of XLand's params (``view_size``, ``max_steps``)
+  (:mod:`~jaxrl_fdg.envs.xminigrid_adapter`).
+* ``navix/``: ``observation`` names Navix's observation function (``symbolic``, ``rgb``, ...);
+  other keywords go to ``navix.make`` (``max_steps``) (:mod:`~jaxrl_fdg.envs.navix_adapter`).
+* ``jumanji/``: ``max_steps`` sets the episode length in the params (default: the
+  environment's ``time_limit``); ``flatten_action=False`` keeps a ``MultiDiscrete`` action
+  unflattened; other keywords go to Jumanji's constructor (``board_size=3``)
+  (:mod:`~jaxrl_fdg.envs.jumanji_adapter`).
+* ``gymnax-api/<module>:<factory>``: any object with gymnax's API, built by
+  ``module.factory(**keywords)`` (it may return ``(env, params)`` as ``gymnax.make`` does), less
+  ``max_steps`` (the episode length), ``time_limit`` (which params field holds it) and
+  ``limit_in_done`` (its ``step_env`` ends episodes at the limit itself)
+  (:class:`~jaxrl_fdg.envs.gymnax_adapter.GymnaxApiEnv`): ``gymnax-api/gymnax:make`` with
+  ``env_id=CartPole-v1``.
+* ``timestep-api/<module>:<factory>``: any object with Jumanji's dm_env-style API (``reset(key)
+  -> (state, timestep)``, ``step(state, action) -> (state, timestep)``), built by
+  ``module.factory(**keywords)``, less ``max_steps`` and ``flatten_action``
+  (:class:`~jaxrl_fdg.envs.timestep_adapter.TimeStepApiEnv`): ``timestep-api/jumanji:make``
+  with ``id=Game2048-v1``. ``<module>`` is a dotted module path importable from ``sys.path``
+  (the working directory included when run from the command line).
 
-Nothing here imports Brax, gymnasium, gymnax, Playground or EnvPool: :func:`check` and
-:func:`adapters` look packages up with ``importlib.util.find_spec``, and each builder imports its
-package when it runs.
+Nothing here imports Brax, gymnasium, gymnax, Playground, EnvPool, Craftax, XLand-MiniGrid,
+Navix or Jumanji: :func:`check` and :func:`adapters` look packages up with
+``importlib.util.find_spec``, and each builder imports its package when it runs.
 """
 
 from __future__ import annotations
@@ -127,6 +155,108 @@ def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     return env, with_params(env.default_params, **overrides)
 
 
+def _check_prefix(what: str, starts: tuple[str, ...]) -> Callable[[str], None]:
+    """A check that the id starts as every id of the suite does (XLand-MiniGrid's register
+    refuses others; Navix's are all ``Navix-...``)."""
+
+    def check(env_id: str) -> None:
+        if not env_id.startswith(starts):
+            raise UnknownEnvironmentError(
+                f"{what} ids start with {' or '.join(map(repr, starts))}, got {env_id!r}"
+            )
+
+    return check
+
+
+def _check_craftax(env_id: str) -> None:
+    from jaxrl_fdg.envs.craftax_adapter import check_craftax_id  # names only: no Craftax
+
+    check_craftax_id(env_id)
+
+
+def _check_jumanji(env_id: str) -> None:
+    """Jumanji's ids are ``<name>-v<version>`` (its registry refuses others)."""
+    name, _, version = env_id.rpartition("-v")
+    if not name or not version.isdigit():
+        raise UnknownEnvironmentError(
+            f"Jumanji ids read <name>-v<version> (e.g. Game2048-v1), got {env_id!r}"
+        )
+
+
+def _check_reference(prefix: str) -> Callable[[str], None]:
+    """A check that the part after ``prefix`` reads ``<module>:<factory>``."""
+
+    def check(reference: str) -> None:
+        where, colon, factory = reference.partition(":")
+        if (
+            not colon
+            or not where
+            or not factory
+            or not all(part.isidentifier() for part in (*where.split("."), *factory.split(".")))
+        ):
+            raise UnknownEnvironmentError(
+                f"{prefix}<module>:<factory> needs a dotted module and a callable in it "
+                f"(e.g. {prefix}mylab.envs:make_env), got {prefix}{reference}"
+            )
+
+    return check
+
+
+def _factory(prefix: str, reference: str) -> Callable[..., Any]:
+    """The callable ``<module>:<factory>`` names, its module imported."""
+    from jaxrl_fdg import plugins
+
+    where, _, name = reference.partition(":")
+    obj = plugins.import_module(where, f"environment {prefix}{reference}")
+    for attribute in name.split("."):
+        if not hasattr(obj, attribute):
+            raise UnknownEnvironmentError(f"{prefix}{reference}: module {where!r} has no {name!r}")
+        obj = getattr(obj, attribute)
+    if not callable(obj):
+        raise UnknownEnvironmentError(
+            f"{prefix}{reference}: {name!r} is a {type(obj).__name__}, not a factory to call"
+        )
+    return obj
+
+
+def _build_craftax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.craftax_adapter import make_craftax
+
+    return make_craftax(env_id, **overrides)
+
+
+def _build_xminigrid(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.xminigrid_adapter import make_xminigrid
+
+    return make_xminigrid(env_id, **overrides)
+
+
+def _build_navix(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.navix_adapter import make_navix
+
+    return make_navix(env_id, **overrides)
+
+
+def _build_jumanji(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.jumanji_adapter import make_jumanji
+
+    return make_jumanji(env_id, **overrides)
+
+
+def _build_gymnax_api(reference: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.gymnax_adapter import make_gymnax_api
+
+    factory = _factory("gymnax-api/", reference)
+    return make_gymnax_api(factory, f"gymnax-api/{reference}", **overrides)
+
+
+def _build_timestep_api(reference: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.timestep_adapter import make_timestep_api
+
+    factory = _factory("timestep-api/", reference)
+    return make_timestep_api(factory, f"timestep-api/{reference}", **overrides)
+
+
 ADAPTERS: tuple[Adapter, ...] = (
     Adapter(
         "brax/",
@@ -177,6 +307,66 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxrl-fdg[envpool]",
         _check_id("envpool/"),
         _build_envpool,
+    ),
+    Adapter(
+        "craftax/",
+        "craftax/<id>",
+        "Craftax and Craftax-Classic (symbolic or pixels), achievements as info, on the device",
+        "craftax/Craftax-Classic-Symbolic-v1",
+        "craftax",
+        "jaxrl-fdg[craftax]",
+        _check_craftax,
+        _build_craftax,
+    ),
+    Adapter(
+        "xminigrid/",
+        "xminigrid/<id>",
+        "an XLand-MiniGrid grid (XLand rulesets, MiniGrid tasks) on the device",
+        "xminigrid/MiniGrid-Empty-5x5",
+        "xminigrid",
+        "jaxrl-fdg[xminigrid]",
+        _check_prefix("XLand-MiniGrid", ("XLand-MiniGrid", "MiniGrid")),
+        _build_xminigrid,
+    ),
+    Adapter(
+        "navix/",
+        "navix/<id>",
+        "a Navix environment (MiniGrid in JAX) on the device",
+        "navix/Navix-Empty-5x5-v0",
+        "navix",
+        "jaxrl-fdg[navix]",
+        _check_prefix("Navix", ("Navix-",)),
+        _build_navix,
+    ),
+    Adapter(
+        "jumanji/",
+        "jumanji/<id>",
+        "a Jumanji environment (logic, packing, routing), action masks published, on the device",
+        "jumanji/Game2048-v1",
+        "jumanji",
+        "jaxrl-fdg[jumanji]",
+        _check_jumanji,
+        _build_jumanji,
+    ),
+    Adapter(
+        "gymnax-api/",
+        "gymnax-api/<module>:<factory>",
+        "any object with gymnax's API (reset_env, step_env, spaces, default_params)",
+        "gymnax-api/gymnax.environments:CartPole",
+        "jaxrl_fdg",
+        "jaxrl-fdg",
+        _check_reference("gymnax-api/"),
+        _build_gymnax_api,
+    ),
+    Adapter(
+        "timestep-api/",
+        "timestep-api/<module>:<factory>",
+        "any object with the dm_env-style API of Jumanji (reset(key), step(state, action))",
+        "timestep-api/jumanji.environments:Game2048",
+        "jaxrl_fdg",
+        "jaxrl-fdg",
+        _check_reference("timestep-api/"),
+        _build_timestep_api,
     ),
 )
 """Every prefix ``envs.make`` understands, in the order ``jaxrl-fdg list`` shows them."""

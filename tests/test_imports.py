@@ -15,6 +15,10 @@ HEAVY = (
     "gymnasium",
     "gymnax",
     "mujoco",
+    "craftax",
+    "xminigrid",
+    "navix",
+    "jumanji",
 )
 
 _SCRIPT = """

@@ -1,5 +1,6 @@
 """``envs.make`` and ``envs.check_name`` on every kind of name: registered, ``brax/``, ``gym/``,
-``gymnax/``; the errors for bad ones, and ``adapters()`` for ``jaxrl-fdg list``."""
+``gymnax/``; the errors for bad ones, and ``adapters()`` for ``jaxrl-fdg list``. The JAX suites'
+prefixes (``craftax/`` ... ``timestep-api/``) are tested in ``test_suites.py``."""
 
 import importlib.util
 import subprocess
@@ -10,7 +11,19 @@ import pytest
 from jaxrl_fdg import envs
 from jaxrl_fdg.envs import prefixes
 
-PREFIXES = ("brax/", "gym/", "gymnax/", "playground/", "envpool/")
+PREFIXES = (
+    "brax/",
+    "gym/",
+    "gymnax/",
+    "playground/",
+    "envpool/",
+    "craftax/",
+    "xminigrid/",
+    "navix/",
+    "jumanji/",
+    "gymnax-api/",
+    "timestep-api/",
+)
 
 
 def test_registered_names_apply_overrides_to_params():
@@ -119,12 +132,16 @@ def test_checking_names_imports_no_optional_package():
     code = """
 import sys, jaxrl_fdg.envs as e
 e.adapters()
-for name in ('CartPole-v1', 'brax/ant:mjx', 'gym/x', 'gymnax/x', 'playground/x', 'envpool/x'):
+for name in ('CartPole-v1', 'brax/ant:mjx', 'gym/x', 'gymnax/x', 'playground/x', 'envpool/x',
+             'craftax/Craftax-Classic-Symbolic-v1', 'xminigrid/MiniGrid-Empty-5x5',
+             'navix/Navix-Empty-5x5-v0', 'jumanji/Game2048-v1', 'gymnax-api/gymnax:make',
+             'timestep-api/jumanji:make'):
     try:
         e.check_name(name)
     except e.MissingDependencyError:
         pass
-mods = ('brax', 'gymnasium', 'gymnax', 'mujoco', 'mujoco_playground', 'envpool')
+mods = ('brax', 'gymnasium', 'gymnax', 'mujoco', 'mujoco_playground', 'envpool', 'craftax',
+        'xminigrid', 'navix', 'jumanji')
 print([m for m in mods if m in sys.modules])
 """
     out = subprocess.run(
