@@ -137,10 +137,16 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         del state, params
         return {}
 
+    render_on_host: bool = False
+    """True where :meth:`render` draws with numpy on the host (a suite's own renderer that does
+    not trace, XLand-MiniGrid's): it then gets one environment's state as numpy arrays, and a
+    video draws its frames one by one after the episodes are played."""
+
     def render(self, state: TEnvState, params: TParams) -> jax.Array:
         """An image of ``state``: ``uint8 [H, W, 3]``, a pure function of the state (it jits and
-        vmaps: a video's frames are one ``vmap`` over an episode's states). Environments that
-        can be seen override it; the default raises ``NotImplementedError``."""
+        vmaps: a video's frames are one ``vmap`` over an episode's states), unless
+        :attr:`render_on_host`. Environments that can be seen override it; the default raises
+        ``NotImplementedError``."""
         del state, params
         raise NotImplementedError(f"{self.name} does not render")
 

@@ -88,6 +88,10 @@ class Wrapper(Environment):
         return self.inner.can_render
 
     @property
+    def render_on_host(self) -> bool:  # type: ignore[override]
+        return self.inner.render_on_host
+
+    @property
     def has_action_mask(self) -> bool:
         return self.inner.has_action_mask
 

@@ -61,13 +61,15 @@ class Recorder:
         play = episode_states(
             env, params, loop.info.policy, episodes, steps, loop.info.policy_memory
         )
+        self.env, self.params = env, params
+        on_device = not env.render_on_host
         draw = jax.vmap(jax.vmap(env.render, in_axes=(0, None)), in_axes=(0, None))
 
         def run(states: dict, key: jax.Array):
             learner = loop.info.learner
             policy_params = published(learner, states[learner.name])["params"]
             visited, ended = play(policy_params, key)
-            return draw(visited, params), ended
+            return (draw(visited, params) if on_device else visited), ended
 
         self.program = jax.jit(resolved.placement.evaluation(run))
         self.seeds = np.asarray([lane.seed for lane in resolved.lanes])
@@ -82,12 +84,12 @@ class Recorder:
             keys = jax.vmap(lambda seed: evaluation_key(seed, iteration))(self.seeds)
         frames, ended = jax.device_get(self.program(state.fragments, keys))
         if len(self.seeds) > 1:  # the runs of a replicated state: the first one's
-            frames, ended = frames[0], ended[0]
+            frames, ended = jax.tree.map(lambda x: x[0], (frames, ended))
         clips, lengths = [], []
         for e in range(self.episodes):
             ends = np.flatnonzero(ended[:, e])
-            length = int(ends[0]) + 1 if ends.size else frames.shape[0]
-            clips.append(frames[:length, e])
+            length = int(ends[0]) + 1 if ends.size else ended.shape[0]
+            clips.append(self._clip(frames, e, length))
             lengths.append(length)
         video = np.concatenate(clips)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,6 +100,19 @@ class Recorder:
             "episodes": self.episodes,
             "lengths": lengths,
         }
+
+
+    def _clip(self, frames: Any, episode: int, length: int) -> np.ndarray:
+        """The first ``length`` frames of ``episode``: drawn already, or (a host renderer)
+        drawn now from the states, one by one."""
+        if not self.env.render_on_host:
+            return frames[:length, episode]
+        states = jax.tree.map(lambda x: x[:length, episode], frames)
+        drawn = [
+            self.env.render(jax.tree.map(lambda x, t=t: x[t], states), self.params)
+            for t in range(length)
+        ]
+        return np.stack([np.asarray(frame, np.uint8) for frame in drawn])
 
 
 def record(

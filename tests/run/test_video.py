@@ -101,3 +101,25 @@ def test_what_cannot_be_filmed_is_refused_in_one_line(tmp_path, capsys):
         rl.evaluate(run, video=Video(format="avi"))
     with pytest.raises(rl.ConfigError, match="video episodes"):
         rl.evaluate(run, video=Video(episodes=0))
+
+
+class _HostDrawn(envs.Minefield):
+    """Minefield drawn with numpy on the host, as a suite's own renderer that does not trace."""
+
+    render_on_host = True
+
+    def render(self, state, params):
+        assert isinstance(state.mines, np.ndarray)  # one environment's state, on the host
+        image = np.zeros((params.size, params.size, 3), np.uint8)
+        image[state.mines] = 255
+        image[state.position[0], state.position[1]] = (0, 0, 255)
+        return image
+
+
+def test_a_host_renderer_draws_the_played_states_one_by_one(tmp_path):
+    if "HostDrawn-v0" not in envs.registered():
+        envs.register("HostDrawn-v0", _HostDrawn)
+    run = _trained(tmp_path, env="HostDrawn-v0")
+    result = rl.evaluate(run, video=Video(episodes=2))
+    gif = Image.open(result["video"])
+    assert gif.size == (5, 5) and 2 <= gif.n_frames <= 100
