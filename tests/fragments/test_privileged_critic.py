@@ -76,7 +76,7 @@ def test_the_actor_never_sees_the_privileged_part_and_the_critic_does():
     assert kernels["critic"]["Dense_0"]["kernel"].shape[0] == 3
 
 
-@pytest.mark.parametrize("algo", ["ppo", "sac", "td3"])
+@pytest.mark.parametrize("algo", ["ppo", "sac", pytest.param("td3", marks=pytest.mark.slow)])
 def test_asymmetric_runs_train(algo):
     result = rl.train(testing.tiny(algo, env="PrivilegedPendulum-v0", hparams=ASYMMETRIC))
     losses = [v for k, v in result.metrics.items() if "loss" in k]
