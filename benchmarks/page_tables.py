@@ -626,6 +626,33 @@ def env_adapters(r: dict[str, dict]) -> str:
     return _table(header, rows)
 
 
+def suite_curves(r: dict[str, dict]) -> str:
+    """``benchmarks/suite_curves.py``: PPO's final return on one task of each JAX suite (mean
+    over seeds, 95% bootstrap interval), its throughput and compile time."""
+    report = r["suite_curves.json"]
+    seeds = report["config"]["seeds"]
+    rows = []
+    for entry in report["results"].values():
+        final = entry["final_return"]
+        rows.append(
+            [
+                f"`{entry['env']}`",
+                f"{entry['env_steps'][-1]:,}",
+                f"{final['mean']:.3f} [{final['low']:.3f}, {final['high']:.3f}]",
+                _rate(entry["env_steps_per_s"]),
+                _s(entry["compile_s"], ".1f"),
+            ]
+        )
+    header = [
+        "env",
+        "env steps per seed",
+        f"final return, mean of {seeds} seeds [95% interval]",
+        "env-steps/s (all seeds)",
+        "compile s",
+    ]
+    return _table(header, rows)
+
+
 def host_simulators(r: dict[str, dict]) -> str:
     report = r["host_simulators.json"]
     rows = []

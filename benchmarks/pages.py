@@ -263,6 +263,14 @@ def pages() -> tuple[Page, ...]:
                         "python benchmarks/time_to_result.py",
                     )
                 ),
+                *_measured(
+                    Section(
+                        "PPO on one task of each JAX suite, several seeds",
+                        ("suite_curves.json",),
+                        tables.suite_curves,
+                        "python benchmarks/suite_curves.py",
+                    )
+                ),
             ),
         ),
         Page(
@@ -287,6 +295,14 @@ def pages() -> tuple[Page, ...]:
                     ("host_env.json",),
                     tables.host_env,
                     "python benchmarks/host_env.py",
+                ),
+                *_measured(
+                    Section(
+                        "The JAX suites' adapters against each suite's own environment",
+                        ("env_adapters.json",),
+                        tables.env_adapters,
+                        "python benchmarks/env_adapters.py",
+                    )
                 ),
             ),
         ),
