@@ -25,6 +25,11 @@ plus what Craftax adds:
   reads as the success rate of that achievement, the figure Craftax's paper reports, under a
   name a logger shows as is. ``achievements="vector"`` gives one float32 ``[22]`` (or
   ``[67]``) key ``achievements`` instead (in ``Achievement`` enum order), ``"none"`` no info.
+* **Rendering.** :meth:`CraftaxEnv.render` is Craftax's own JAX pixel renderer
+  (``make_craftax_pixel_renderer``, Classic's or full Craftax's) at 16 pixels a block, Craftax's
+  ``BLOCK_PIXEL_SIZE_IMG``: the player's view and inventory, 144 × 144 in Classic, 208 × 176 in
+  full Craftax, for every id (Symbolic ones too). The renderer is built at the first render,
+  not with the environment: building it loads Craftax's textures.
 * **Keys.** As gymnax: the base class's ``reset(key)`` is Craftax's ``reset(key)``, and its
   ``step`` steps with ``split(key)[0]`` and resets with ``split(key)[1]``, as Craftax's
   ``auto_reset=True`` environment does.
@@ -52,6 +57,10 @@ CRAFTAX_IDS = (
     "Craftax-Pixels-v1",
 )
 """The ids ``craftax/<id>`` accepts (Craftax's own names)."""
+
+BLOCK_PIXELS = 16
+"""Pixels a side of one block in :meth:`CraftaxEnv.render`: Craftax's ``BLOCK_PIXEL_SIZE_IMG``,
+one of the sizes whose textures Craftax keeps processed (7 or 10, 16, 64)."""
 
 ACHIEVEMENTS = ("each", "vector", "none")
 """How :class:`CraftaxEnv` reports achievements: one key per achievement, one vector, none."""
@@ -89,6 +98,7 @@ class CraftaxEnv(GymnaxApiEnv):
         self.env_id = env_id
         self.achievements = achievements
         self.achievement_names = _achievement_names(env_id)
+        self._pixels: Any = None  # Craftax's pixel renderer, built at the first render
         super().__init__(
             env, name=f"craftax-{env_id}", time_limit="max_timesteps", limit_in_done=True
         )
@@ -106,6 +116,22 @@ class CraftaxEnv(GymnaxApiEnv):
     @property
     def has_info(self) -> bool:
         return self.achievements != "none"
+
+    def render(self, state: Any, params: GymnaxParams) -> jax.Array:
+        """Craftax's own pixel rendering of ``state`` (:data:`BLOCK_PIXELS` a block), as uint8."""
+        del params
+        if self._pixels is None:
+            if "Classic" in self.env_id:
+                from craftax.craftax_classic.renderer import make_craftax_pixel_renderer
+            else:
+                from craftax.craftax.renderer import make_craftax_pixel_renderer
+            # Built where it may be traced (the first render is often inside a jit): Craftax
+            # keeps the textures it loads in a global cache, which must hold arrays, not the
+            # tracers of this trace.
+            with jax.ensure_compile_time_eval():
+                self._pixels = make_craftax_pixel_renderer(BLOCK_PIXELS)
+        pixels = self._pixels(state)  # float32 in [0, 255]
+        return jnp.clip(jnp.round(pixels), 0, 255).astype(jnp.uint8)
 
 
 def make_craftax(

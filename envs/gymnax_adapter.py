@@ -35,6 +35,11 @@ every registered id):
   FrozenLake's observation is ``Discrete(16)``, an int32 scalar. Actions go to the wrapped
   object unchanged; rewards are cast to float32 (integral in the bandits and UmbrellaChain, so
   exactly).
+* **Rendering.** A gymnax environment whose observation is an image ``[H, W, C]`` (MinAtar's
+  five, Pong-misc) renders it (:meth:`GymnaxEnv.render`): the observation of the state, each
+  channel a colour of :data:`~jaxrl_fdg.envs.render.PALETTE` drawn over the channels before it,
+  each cell a square of pixels (16 for MinAtar's 10 × 10). Others do not render (the classic
+  set registered here, CartPole-v1 and the rest, draws its own).
 
 **Params** are :class:`GymnaxParams`: the wrapped params pytree, whose every field is a leaf, so
 a physics sweep is a ``jax.vmap`` over params:
@@ -59,6 +64,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
 from jaxrl_fdg.envs.spaces import Box, Dict, Discrete, Space, Tuple
@@ -77,6 +83,9 @@ DEFAULT_MAX_STEPS = 10_000
 """The time limit of an environment whose own API names none (no field of :data:`LIMIT_FIELDS`
 in its params, no ``time_limit`` attribute): long enough not to cut a sensible episode, finite so
 that an evaluation of a policy that never ends an episode still ends. ``max_steps=`` changes it."""
+
+FRAME_SIDE = 160
+"""The longer side of a rendered gymnax image observation, in pixels, give or take a cell."""
 
 _NO_LIMIT = 2**31 - 1  # the largest int32: a limit ``state.time >= limit`` never reaches
 
@@ -232,6 +241,29 @@ class GymnaxEnv(GymnaxApiEnv):
         if self._keeps:
             new = new.replace(**{name: getattr(state, name) for name in self._keeps})
         return new, obs
+
+    def render(self, state: Any, params: GymnaxParams) -> jax.Array:
+        """The image observation of ``state`` (gymnax's ``get_obs``) in colour: channel ``c`` in
+        ``render.PALETTE[c]`` over the channels before it, on black, the longer side scaled up
+        to about :data:`FRAME_SIDE` pixels (MinAtar: 160 × 160, Pong-misc: 120 × 160).
+
+        Raises:
+          NotImplementedError: the observation is not an image ``[H, W, C]``
+            (:attr:`can_render` is False).
+        """
+        if not self.can_render:
+            raise NotImplementedError(
+                f"{self.name} does not render: only gymnax environments with an image "
+                "observation [H, W, C] do (MinAtar's, Pong-misc)"
+            )
+        obs = self._env.get_obs(state, params=params.gymnax)
+        return render.to_uint8(render.enlarge(render.channels(obs), FRAME_SIDE))
+
+    @property
+    def can_render(self) -> bool:
+        """Whether the observation is an image ``[H, W, C]`` (MinAtar's, Pong-misc's)."""
+        space = self._obs_space
+        return isinstance(space, Box) and len(space.shape) == 3
 
 
 def make_gymnax(env_id: str, **kwargs: Any) -> GymnaxEnv:

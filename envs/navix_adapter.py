@@ -19,6 +19,9 @@ as the state, plus Navix's specifics:
   :data:`OBSERVATIONS`; default the environment's, ``symbolic``: uint8 ``[H, W, 3]``), declared
   as boxes as wide as their dtype (uint8: 0..255, as MiniGrid declares them): Navix's own
   bounds are narrower than what it observes.
+* **Rendering.** Navix's own RGB picture of the whole grid (``navix.observations.rgb``, 8
+  pixels a tile, in JAX), scaled up by the whole factor that brings its longer side nearest
+  :data:`FRAME_SIDE` pixels (Navix-Empty-5x5: 240 × 240).
 * **Keys.** The base class's ``reset(key)`` is Navix's ``reset(key)``; Navix's step takes no
   key (its randomness is in its state), so the step keys go unused.
 
@@ -32,6 +35,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
 from jaxrl_fdg.envs.spec_spaces import unbounded_box
@@ -46,6 +50,11 @@ OBSERVATIONS = (
     "rgb_first_person",
 )
 """Navix's observation functions ``observation=`` accepts (``navix.observations``)."""
+
+
+FRAME_SIDE = 256
+"""The longest side of :meth:`NavixEnv.render`'s pictures, in pixels (unless Navix's own
+picture is longer: it is then kept as it is)."""
 
 
 class NavixEnv(TimeStepAdapter):
@@ -90,6 +99,14 @@ class NavixEnv(TimeStepAdapter):
     def default_params(self) -> TimeStepParams:
         """The time limit: Navix's ``max_steps``."""
         return self._default
+
+    def render(self, state: Any, params: Any) -> jax.Array:
+        """Navix's RGB picture of the whole grid (``navix.observations.rgb``), enlarged."""
+        del params
+        from navix.observations import rgb
+
+        image = rgb(state.env.state)  # the Timestep's State
+        return render.enlarge(jnp.asarray(image, jnp.uint8), FRAME_SIDE)
 
     def _reset(self, key: jax.Array, params: Any) -> tuple[Any, Reading]:
         timestep = self._env.reset(key)

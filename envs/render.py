@@ -24,6 +24,20 @@ BLUE = (0.25, 0.45, 0.85)
 RED = (0.85, 0.25, 0.2)
 GREEN = (0.2, 0.7, 0.3)
 
+# fmt: off
+PALETTE: tuple[Color, ...] = tuple(
+    (r / 255, g / 255, b / 255)
+    for r, g, b in (
+        # matplotlib's tab10, then the light shades of tab20: twenty colours told apart easily
+        (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+        (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207),
+        (174, 199, 232), (255, 187, 120), (152, 223, 138), (255, 152, 150), (197, 176, 213),
+        (196, 156, 148), (247, 182, 210), (199, 199, 199), (219, 219, 141), (158, 218, 229),
+    )
+)
+# fmt: on
+"""Colours for the channels of an image observation (:func:`channels`), in order."""
+
 
 def canvas(height: int, width: int, color: Color = WHITE) -> jax.Array:
     """A ``[height, width, 3]`` float32 image of one colour."""
@@ -70,6 +84,28 @@ def grid(cells: jax.Array, colors: jax.Array, scale: int) -> jax.Array:
     """A board of integer ``cells`` ``[rows, cols]`` as an image, each cell ``scale`` pixels
     square in ``colors[cell]`` (``colors`` ``[K, 3]``)."""
     image = jnp.asarray(colors, jnp.float32)[cells]
+    return jnp.repeat(jnp.repeat(image, scale, axis=0), scale, axis=1)
+
+
+def channels(image: jax.Array, background: Color = BLACK) -> jax.Array:
+    """An image of ``C`` channels ``[H, W, C]`` (MinAtar's observations) in colour: channel
+    ``c`` in ``PALETTE[c % 20]``, drawn over the channels before it with its value clipped to
+    [0, 1] as its opacity (a binary channel covers its cells), on ``background``."""
+    values = jnp.clip(jnp.asarray(image, jnp.float32), 0.0, 1.0)
+    height, width, count = values.shape
+    out = canvas(height, width, background)
+    for c in range(count):
+        color = jnp.asarray(PALETTE[c % len(PALETTE)], jnp.float32)
+        alpha = values[..., c, None]
+        out = out * (1.0 - alpha) + color * alpha
+    return out
+
+
+def enlarge(image: jax.Array, side: int) -> jax.Array:
+    """``image`` ``[H, W, ...]`` scaled up by the whole factor that brings its longer side
+    nearest ``side`` pixels without passing it (at least 1: a larger image stays as it is),
+    each pixel a square block."""
+    scale = max(1, side // max(image.shape[:2]))
     return jnp.repeat(jnp.repeat(image, scale, axis=0), scale, axis=1)
 
 

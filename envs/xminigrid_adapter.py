@@ -27,6 +27,9 @@ time step as the state, plus XLand's specifics:
   ``save_bz2_pickle``), with ``ruleset_index=<i>`` (default 0), puts that ruleset into the
   params of an ``XLand-MiniGrid-*`` id; :func:`with_ruleset` builds such params for many
   indices (a batch to ``vmap`` over).
+* **Rendering.** XLand's own renderer (``xminigrid.rendering.rgb_render.render``, numpy, which
+  does not trace): the whole grid, :data:`TILE_PIXELS` pixels a tile, the agent's view
+  highlighted, drawn on the host from each played state (:attr:`render_on_host`).
 * **Keys.** The base class's ``reset(key)`` is XLand's ``reset(params, key)``; XLand's step
   takes no key (its randomness is in its state), so the step keys go unused.
 
@@ -42,6 +45,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
@@ -65,6 +69,10 @@ class XMiniGridParams:
     def max_steps(self) -> Any:
         """The time limit the base class applies: XLand's ``max_steps``."""
         return self.xland.max_steps
+
+
+TILE_PIXELS = 16
+"""Pixels a side of one tile in :meth:`XMiniGridEnv.render` (XLand draws 32 by default)."""
 
 
 class XMiniGridEnv(TimeStepAdapter):
@@ -109,6 +117,20 @@ class XMiniGridEnv(TimeStepAdapter):
         self._default = XMiniGridParams(params)
         self.env_id = env_id
         super().__init__(f"xminigrid-{env_id}")
+
+    render_on_host = True
+
+    def render(self, state: Any, params: XMiniGridParams) -> np.ndarray:
+        """XLand's picture of the state: the whole grid, the agent and its view highlighted,
+        :data:`TILE_PIXELS` a tile (``uint8 [H * 16, W * 16, 3]``). Numpy on the host:
+        ``state`` is one environment's, of numpy arrays."""
+        from xminigrid.rendering.rgb_render import render as rgb_render
+
+        xland = state.env.state  # the TimeStep's State
+        grid = np.asarray(xland.grid)
+        agent = jax.tree.map(np.asarray, xland.agent)
+        image = rgb_render(grid, agent, params.xland.view_size, TILE_PIXELS)
+        return np.asarray(image, np.uint8)
 
     @property
     def xland_env(self) -> Any:

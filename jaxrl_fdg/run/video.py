@@ -39,8 +39,9 @@ def check_video(resolved: Resolved, video_format: str) -> None:
     if env.on_host or not env.can_render:
         raise ConfigError(
             f"{resolved.config.env} does not render: a video needs an environment that "
-            "overrides Environment.render (the classic set, Minefield, Craftax, XLand-MiniGrid, "
-            "Navix, MinAtar through gymnax)"
+            "overrides Environment.render (the built-in ones, Craftax, XLand-MiniGrid, Navix, "
+            "gymnax's image games: MinAtar, Pong-misc; not Brax, Playground, Jumanji, gym or "
+            "EnvPool)"
         )
     if video_format == "mp4" and not all(
         importlib.util.find_spec(m) for m in ("imageio", "imageio_ffmpeg")
@@ -100,7 +101,6 @@ class Recorder:
             "episodes": self.episodes,
             "lengths": lengths,
         }
-
 
     def _clip(self, frames: Any, episode: int, length: int) -> np.ndarray:
         """The first ``length`` frames of ``episode``: drawn already, or (a host renderer)

@@ -621,3 +621,139 @@ def test_generic_references_are_checked_and_named():
         envs.make("gymnax-api/no_such_module_here:make")
     with pytest.raises(ValueError, match="lacks gymnax's reset_env, step_env"):
         envs.make("gymnax-api/builtins:dict")
+
+
+# -- Renderers -------------------------------------------------------------------------------------
+# What `evaluate --video` draws: a video renders with one jitted vmap of `render` over the played
+# states (XLand-MiniGrid's numpy renderer: state by state on the host).
+
+
+def _stack(*states):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+
+
+def _drawn(env, params, states):
+    """A batch of one environment's states drawn as a video draws them."""
+    return np.asarray(jax.jit(jax.vmap(env.render, in_axes=(0, None)))(states, params))
+
+
+def _reset_and_step(env, params, action):
+    """A reset state and the state one ``action`` later (the ``env`` parts), as a batch of two,
+    and their observations."""
+    state, ts = jax.jit(env.reset)(jax.random.key(0), params)
+    after, ts_after = jax.jit(env.step)(jax.random.key(1), state, jnp.int32(action), params)
+    assert not (ts_after.terminated or ts_after.truncated)
+    return _stack(state.env, after.env), (ts.observation, ts_after.observation)
+
+
+def test_gymnax_image_observations_render_as_coloured_channels():
+    pytest.importorskip("gymnax")
+    from jaxrl_fdg.envs.render import PALETTE
+
+    env, params = envs.make("gymnax/Breakout-MinAtar")
+    assert env.can_render and not env.render_on_host
+    states, observations = _reset_and_step(env, params, 0)  # the ball moves
+    frames = _drawn(env, params, states)
+    assert frames.dtype == np.uint8 and frames.shape == (2, 160, 160, 3)
+    assert not np.array_equal(frames[0], frames[1])
+    # Each cell 16 pixels square, in the colour of the last channel set there, else black.
+    for frame, obs in zip(frames, observations, strict=True):
+        obs = np.asarray(obs)
+        expected = np.zeros((10, 10, 3))
+        for c in range(obs.shape[-1]):
+            expected[obs[..., c] > 0] = PALETTE[c]
+        np.testing.assert_array_equal(frame[::16, ::16], np.round(expected * 255))
+    # Pong-misc's [30, 40, 3]: 4 pixels a cell.
+    pong, pong_params = envs.make("gymnax/Pong-misc")
+    state, _ = jax.eval_shape(pong.reset, jax.random.key(0), pong_params)
+    frame = jax.eval_shape(pong.render, state.env, pong_params)
+    assert frame.shape == (120, 160, 3) and frame.dtype == jnp.uint8
+    # A vector observation is no image: no renderer (the registered CartPole-v1 draws its own).
+    cartpole, cartpole_params = envs.make("gymnax/CartPole-v1")
+    assert not cartpole.can_render
+    with pytest.raises(NotImplementedError, match="gymnax-CartPole-v1 does not render"):
+        cartpole.render(None, cartpole_params)
+
+
+def test_navix_renders_its_own_rgb_picture_enlarged():
+    pytest.importorskip("navix")
+    from navix.observations import rgb
+
+    env, params = envs.make("navix/Navix-Empty-5x5-v0")
+    assert env.can_render and not env.render_on_host
+    states, _ = _reset_and_step(env, params, 2)  # forward
+    frames = _drawn(env, params, states)
+    assert frames.dtype == np.uint8 and frames.shape == (2, 240, 240, 3)  # 8 pixels a tile, × 6
+    assert not np.array_equal(frames[0], frames[1])
+    first = jax.tree.map(lambda x: x[0], states)
+    np.testing.assert_array_equal(frames[0][::6, ::6], np.asarray(rgb(first.env.state)))
+
+
+def test_xminigrid_renders_on_the_host_with_xland_own_renderer():
+    pytest.importorskip("xminigrid")
+    env, params = envs.make("xminigrid/MiniGrid-Empty-5x5")
+    assert env.can_render and env.render_on_host
+    states, _ = _reset_and_step(env, params, 0)  # forward
+    host = jax.device_get(states)
+    frames = [env.render(jax.tree.map(lambda x, i=i: x[i], host), params) for i in (0, 1)]
+    for frame in frames:  # the whole 5 × 5 grid, 16 pixels a tile
+        assert isinstance(frame, np.ndarray) and frame.dtype == np.uint8
+        assert frame.shape == (80, 80, 3)
+    assert not np.array_equal(frames[0], frames[1])
+
+
+@pytest.mark.parametrize(
+    "env_id, shape",
+    [("Craftax-Classic-Symbolic-v1", (144, 144, 3)), ("Craftax-Symbolic-v1", (208, 176, 3))],
+)
+def test_craftax_renders_with_its_own_pixel_renderer(env_id, shape):
+    """Traced only (Craftax compiles slowly); the slow tier draws frames."""
+    pytest.importorskip("craftax")
+    env, params = envs.make(f"craftax/{env_id}")
+    assert env.can_render and not env.render_on_host
+    assert env._pixels is None  # built at the first render: building an environment stays fast
+    state, _ = jax.eval_shape(env.reset, jax.random.key(0), params)
+    frame = jax.eval_shape(env.render, state.env, params)
+    assert frame.shape == shape and frame.dtype == jnp.uint8
+    # Built inside that trace, the renderer left no tracer in Craftax's cache of textures.
+    if "Classic" in env_id:
+        from craftax.craftax_classic.constants import load_all_textures
+    else:
+        from craftax.craftax.constants import load_all_textures
+    textures = jax.tree.leaves(load_all_textures())
+    assert textures and not any(isinstance(t, jax.core.Tracer) for t in textures)
+
+
+@pytest.mark.slow
+def test_craftax_frames_of_two_worlds_differ():
+    pytest.importorskip("craftax")
+    env, params = envs.make("craftax/Craftax-Classic-Symbolic-v1")
+    # Traced first (the renderer is then built inside a trace), then drawn.
+    state, _ = jax.eval_shape(env.reset, jax.random.key(0), params)
+    jax.eval_shape(env.render, state.env, params)
+    states, _ = jax.jit(env.reset_batch, static_argnums=1)(jax.random.key(0), 2, params)
+    frames = _drawn(env, params, states.env)
+    assert frames.dtype == np.uint8 and frames.shape == (2, 144, 144, 3)
+    assert not np.array_equal(frames[0], frames[1])
+    assert frames.min() < frames.max()
+
+
+def test_evaluate_films_a_minatar_game(tmp_path):
+    pytest.importorskip("gymnax")
+    from PIL import Image
+
+    import jaxrl_fdg as rl
+    from jaxrl_fdg import testing
+    from jaxrl_fdg.run.evaluation import Video
+
+    config = testing.tiny(
+        "ppo",
+        env="gymnax/Breakout-MinAtar",
+        env_options={"max_steps": 20},
+        out=str(tmp_path),
+        run_name="breakout",
+    )
+    rl.train(config)
+    result = rl.evaluate(tmp_path / "breakout", episodes=2, video=Video())
+    gif = Image.open(result["video"])
+    assert gif.size == (160, 160) and 1 <= gif.n_frames <= 20
