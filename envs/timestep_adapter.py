@@ -58,13 +58,8 @@ import numpy as np
 from flax import struct
 
 from jaxrl_fdg.envs.base import Environment
-from jaxrl_fdg.envs.gymnax_adapter import (
-    DEFAULT_MAX_STEPS,
-    as_strong,
-    call_factory,
-    cast_like,
-    cast_to_space,
-)
+from jaxrl_fdg.envs.gymnax_adapter import DEFAULT_MAX_STEPS, call_factory
+from jaxrl_fdg.envs.gymnax_spaces import as_strong, cast_like, cast_to_space
 from jaxrl_fdg.envs.spaces import Dict, Discrete, MultiDiscrete, Space
 from jaxrl_fdg.envs.spec_spaces import observation_fields, read_spec, shape_space, spec_space
 
