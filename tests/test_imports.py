@@ -39,3 +39,17 @@ def test_import_loads_no_heavy_backend():
     added = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert "jaxrl_fdg" in added
     assert not added & set(HEAVY), sorted(added & set(HEAVY))
+
+
+def test_import_starts_no_jax_backend():
+    """Importing the library makes no JAX array: a multi-process run must configure JAX's
+    backend (``jax.distributed.initialize``) after the import and before any array exists."""
+    script = (
+        "import jaxrl_fdg, jaxrl_fdg.envs, jaxrl_fdg.fragments, jaxrl_fdg.run\n"
+        "from jax._src import xla_bridge\n"
+        "print(xla_bridge.backends_are_initialized())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "False"

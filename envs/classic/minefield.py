@@ -26,14 +26,16 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxrl_fdg.envs import render
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.spaces import Box, Dict, Discrete
 
-# Row and column change of each action: stay, up, down, left, right.
-_MOVES = jnp.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], jnp.int32)
+# Row and column change of each action: stay, up, down, left, right. A numpy constant: a JAX
+# array made at import would start JAX's backend, before a multi-process run may configure it.
+_MOVES = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], np.int32)
 
 
 class MinefieldState(NamedTuple):
@@ -72,7 +74,7 @@ class Minefield(Environment[MinefieldState, MinefieldParams]):
     def step_env(self, key: jax.Array, state: MinefieldState, action, params: MinefieldParams):
         del key  # deterministic once the board is drawn
         n = params.size
-        target = state.position + _MOVES[jnp.asarray(action, jnp.int32)]
+        target = state.position + jnp.asarray(_MOVES)[jnp.asarray(action, jnp.int32)]
         on_board = jnp.all((target >= 0) & (target < n))
         position = jnp.where(on_board, target, state.position)
         mine = state.mines[position[0], position[1]]
@@ -83,7 +85,7 @@ class Minefield(Environment[MinefieldState, MinefieldParams]):
 
     def action_mask(self, state: MinefieldState, params: MinefieldParams) -> jax.Array:
         n = params.size
-        targets = state.position[None, :] + _MOVES
+        targets = state.position[None, :] + jnp.asarray(_MOVES)
         on_board = jnp.all((targets >= 0) & (targets < n), axis=-1)
         clipped = jnp.clip(targets, 0, n - 1)
         safe = ~state.mines[clipped[:, 0], clipped[:, 1]]

@@ -49,7 +49,6 @@ from jaxrl_fdg.core.names import (
     EPISODE_RETURN,
     EPISODE_RETURN_SUM,
     EPISODES,
-    INFO_SUM,
 )
 from jaxrl_fdg.core.record import Loop, LoopInfo
 from jaxrl_fdg.core.step import Driver, RolloutCarry, join_halves
@@ -267,6 +266,11 @@ def iterations_done(state: LoopState) -> int:
     """The iterations ``state`` has completed (on the host; one count for all lanes of a
     replicated run, which advance together)."""
     return int(np.asarray(state.iteration).reshape(-1)[0])
+
+
+INFO_SUM = "info_sum/"
+"""The prefix of an environment info key's metric: ``info_sum/<key>``, its sum over the episodes
+that ended (:func:`episode_metrics`)."""
 
 
 def episode_metrics(trajectory: Transition, env_info: Sequence[str] = ()) -> Metrics:

@@ -62,7 +62,6 @@ METRICS = "metrics"  # a fragment's metrics for the iteration's log, dict of flo
 EPISODES = "episodes"  # episodes that ended in the rollout, float32 []
 EPISODE_RETURN_SUM = "episode_return_sum"  # sum of their returns, float32 []
 EPISODE_LENGTH_SUM = "episode_length_sum"  # sum of their lengths, float32 []
-INFO_SUM = "info_sum/"  # prefix: info_sum/<key>, an env info key summed over ended episodes, []
 UPDATES = "updates"  # rounds the primary learner ran (another's: <fragment>/updates), float32 []
 RUNS = "runs"  # <fragment>/runs of a periodic node: 1 where it ran, else 0, float32 []
 
@@ -88,7 +87,6 @@ __all__ = [
     "EVAL_LENGTH",
     "EVAL_RETURN",
     "EVAL_RETURN_STD",
-    "INFO_SUM",
     "ITERATION",
     "LOG_PROB",
     "MEMORY",

@@ -6,14 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl_fdg.core.loop import RUNS
+from jaxrl_fdg.core.loop import INFO_SUM, RUNS
 from jaxrl_fdg.core.names import (
     EPISODE_LENGTH,
     EPISODE_LENGTH_SUM,
     EPISODE_RETURN,
     EPISODE_RETURN_SUM,
     EPISODES,
-    INFO_SUM,
 )
 from jaxrl_fdg.profiling import summary_table
 from jaxrl_fdg.tuning import LINEAGE_PREFIXES
