@@ -265,6 +265,14 @@ def pages() -> tuple[Page, ...]:
                 ),
                 *_measured(
                     Section(
+                        "PPO on Craftax-Classic beside Craftax_Baselines' ppo.py",
+                        ("craftax_baseline.json",),
+                        tables.craftax_baseline,
+                        "python benchmarks/craftax_baseline.py --baseline-dir PATH --size cpu",
+                    )
+                ),
+                *_measured(
+                    Section(
                         "PPO on one task of each JAX suite, several seeds",
                         ("suite_curves.json",),
                         tables.suite_curves,
