@@ -18,6 +18,7 @@ from jaxrl_fdg import rng
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.names import ACTION, ACTION_MASK, OBSERVATION, PARAMS
 from jaxrl_fdg.envs.spaces import Box, Discrete, Space
+from jaxrl_fdg.fragments import distributions
 
 
 def epsilon_schedule(start: float, end: float, fraction: float, total_steps: int) -> optax.Schedule:
@@ -45,10 +46,9 @@ def counting_actor(
 
 def mask_q_values(q_values: jax.Array, mask: jax.Array | None) -> jax.Array:
     """``q_values`` ``[..., A]`` with the illegal actions (``mask`` False) at the lowest float,
-    so that no ``max`` or ``argmax`` over actions picks them; as they are for ``mask`` None."""
-    if mask is None:
-        return q_values
-    return jnp.where(mask, q_values, jnp.finfo(q_values.dtype).min)
+    so that no ``max`` or ``argmax`` over actions picks them; as they are for ``mask`` None.
+    The masking of a policy's logits (:func:`.distributions.mask_logits`), on action values."""
+    return distributions.mask_logits(q_values, mask)
 
 
 def greedy_policy(q_values: Callable[[Any, jax.Array], jax.Array]) -> Callable:
