@@ -142,6 +142,7 @@ LINES = {
 def sections_table(report: dict) -> list[str]:
     lines = ["| section | result | wall s | CPU s |", "|---|---|---:|---:|"]
     for name, entry in report["results"].items():
+        again = entry.get("rerun")
         if "skipped" in entry:
             result = f"skipped: {entry['skipped']}"
         elif entry.get("timed_out"):
@@ -152,6 +153,8 @@ def sections_table(report: dict) -> list[str]:
             result = LINES[name](entry["report"])
             if "second_call" in entry:
                 result = f"{result} (a second call, at smaller sizes: `{entry['command']}`)"
+        if again:
+            result = f"{result} (run again on {again['date'][:10]}, {again['why']})"
         wall, cpu = _num(entry.get("wall_s"), ".0f"), _num(entry.get("cpu_s"), ".0f")
         lines.append(f"| {name} | {result} | {wall} | {cpu} |")
     return lines

@@ -175,9 +175,9 @@ DIFFERENCES = (
     "16): every step computes num_envs / 16 fresh reset states and hands them to the environments "
     "that finished, so when more finish on one step than there are fresh states, several restart "
     "from the same initial world. Ours (the environment base class's auto-reset) gives every "
-    "finished environment a reset of its own key and computes only as many as finished (in slots "
-    "of num_envs / 16 + 4 standard deviations, looping when more end); under the seeds' vmap "
-    "its cond becomes a select.",
+    "finished environment a reset of its own key and computes only as many as finished (in "
+    "chunks of num_envs / 16 slots, another chunk when more end); under the seeds' vmap its "
+    "cond becomes a select, so that a chunk is reset on every step, as many resets as theirs.",
     "Time limit: their Craftax environment's done includes reaching max_timesteps (10,000 in "
     "Classic), treated as a termination (no bootstrap). Ours splits it off as truncated and "
     "bootstraps from the value of the final observation. It matters only for episodes that reach "

@@ -626,50 +626,60 @@ def env_adapters(r: dict[str, dict]) -> str:
     return _table(header, rows)
 
 
+ENV_CRAFTAX = "Craftax-Classic-Symbolic-v1"
+
+
 def craftax_baseline(r: dict[str, dict]) -> str:
     """``benchmarks/craftax_baseline.py``: PPO on Craftax-Classic beside Craftax_Baselines'
-    ``ppo.py``, with what differs between the two runs."""
-    report = r["craftax_baseline.json"]
-    config, results = report["config"], report["results"]
-    rows = []
-    for name, label in (("theirs", "Craftax_Baselines ppo.py"), ("ours", "jaxrl_fdg ppo")):
-        x = results[name]
-        final = x.get("final_return_mean")
-        rows.append(
-            [
-                label,
-                _s(x.get("compile_s"), ".1f"),
-                _s(x.get("run_s"), ".1f"),
-                _rate(x.get("steps_per_s_all_seeds")),
-                ", ".join(f"{v:.2f}" for v in x.get("final_returns", [])) or "—",
-                "—"
-                if not final
-                else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
-            ]
+    ``ppo.py``, one table row per side and machine (this CPU's ``--size cpu``, an accelerator's
+    ``--size full`` where one was measured), with what differs between the two runs."""
+    rows, lines = [], []
+    for name in sorted(r, key=lambda n: (n != "craftax_baseline.json", n)):
+        report = r[name]
+        config, results = report["config"], report["results"]
+        machine = report.get("machine", {})
+        device = machine.get("devices", ["?"])[0]
+        where = f"{device} ({machine.get('backend', '?')}), `--size {config['size']}`"
+        for side, label in (("theirs", "Craftax_Baselines ppo.py"), ("ours", "jaxrl_fdg ppo")):
+            x = results[side]
+            final = x.get("final_return_mean")
+            rows.append(
+                [
+                    where,
+                    label,
+                    _s(x.get("compile_s"), ".1f"),
+                    _s(x.get("run_s"), ".1f"),
+                    _rate(x.get("steps_per_s_all_seeds")),
+                    "—"
+                    if not final
+                    else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
+                ]
+            )
+        baseline = config["baseline"]
+        version = (
+            f"commit {baseline['commit'][:12]}"
+            if baseline.get("commit")
+            else f"ppo.py sha256 {baseline['sha256']['ppo.py'][:12]}"
         )
-    baseline = config["baseline"]
-    version = (
-        f"commit {baseline['commit'][:12]}"
-        if baseline.get("commit")
-        else f"ppo.py sha256 {baseline['sha256']['ppo.py'][:12]}"
-    )
-    header = [
-        "side",
-        "compile s",
-        "run s",
-        "env-steps/s (all seeds)",
-        "final return per seed",
-        "mean [95% CI]",
-    ]
+        lines.append(
+            f"- {where} (`{name}`): {config['num_envs']} envs × {config['rollout_len']} steps, "
+            f"{config['env_steps_per_seed']:,} env steps per seed, {config['seeds']} "
+            f"seed{'s' * (config['seeds'] != 1)}; theirs: Craftax_Baselines {version}; "
+            f"ours / theirs env-steps/s: {_ratio(results.get('ours_vs_theirs'))}."
+        )
+        if config.get("earlier_run"):
+            lines.append(f"  Also: {config['earlier_run']['note']}.")
+    header = ["machine", "side", "compile s", "run s", "env-steps/s (all seeds)", "mean final "
+              "return [95% CI]"]  # fmt: skip
+    differences = r["craftax_baseline.json"]["results"]["differences"]
     return (
-        f"`{config['env']}`, {config['num_envs']} envs × {config['rollout_len']} steps, "
-        f"{config['env_steps_per_seed']:,} env steps per seed, {config['seeds']} "
-        f"seed{'s' * (config['seeds'] != 1)} vmapped in one program on each side, the same "
-        f"hyperparameters and network (theirs: Craftax_Baselines {version}); env-steps/s after "
-        f"compile, ours / theirs: {_ratio(results.get('ours_vs_theirs'))}.\n\n"
+        f"`craftax/{ENV_CRAFTAX}`, the seeds vmapped in one program on each side, the same "
+        "hyperparameters and network; env-steps/s after compile.\n\n"
+        + "\n".join(lines)
+        + "\n\n"
         + _table(header, rows)
         + "\n\nWhat differs between the two runs:\n\n"
-        + "\n".join(f"- {d}" for d in results["differences"])
+        + "\n".join(f"- {d}" for d in differences)
     )
 
 

@@ -106,6 +106,10 @@ def _pbt_files() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in RESULTS.glob("pbt*.json")))
 
 
+def _craftax_accelerator_files() -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in RESULTS.glob("craftax_baseline-*.json")))
+
+
 def _measured(section: Section) -> tuple[Section, ...]:
     """``section`` once its results files exist: a benchmark not yet measured has no section."""
     return (section,) if all((RESULTS / name).exists() for name in section.files) else ()
@@ -266,9 +270,11 @@ def pages() -> tuple[Page, ...]:
                 *_measured(
                     Section(
                         "PPO on Craftax-Classic beside Craftax_Baselines' ppo.py",
-                        ("craftax_baseline.json",),
+                        ("craftax_baseline.json", *_craftax_accelerator_files()),
                         tables.craftax_baseline,
-                        "python benchmarks/craftax_baseline.py --baseline-dir PATH --size cpu",
+                        "python benchmarks/craftax_baseline.py --baseline-dir PATH --size cpu "
+                        "(here); --size full --out results/craftax_baseline-DEVICE.json (on an "
+                        "accelerator)",
                     )
                 ),
                 *_measured(

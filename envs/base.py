@@ -17,7 +17,6 @@ decides where compilation boundaries go.
 from __future__ import annotations
 
 import abc
-import math
 from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -387,16 +386,18 @@ def _reset_finished_envs(
 def _reset_slots(num_envs: int) -> int:
     """How many finished episodes one chunk of the gathered reset holds (0: no gathering).
 
-    Sized so that a batch whose episodes last 16 steps or more on average (the number of
-    episodes ending in a step then has mean at most ``num_envs / 16``) rarely needs a second
-    chunk: four standard deviations above that mean. Steps that end more episodes (environments
-    truncated in lock-step, as they are when every episode runs to the time limit) take several.
-    Below 64 environments the gather saves too little to pay for itself.
+    One sixteenth of the batch, as many as end on an average step when episodes last 16 steps;
+    a step that ends more runs another chunk (environments truncated in lock-step take several).
+    The slots are reset on every step that ends an episode, and under a ``vmap`` over seeds (where
+    the branch becomes a select) on every step: their number, not the episodes that ended, is
+    what a reset costs, and for an environment whose reset is expensive (Craftax generates a
+    world) it is most of the step. Sixteen is Craftax_Baselines' optimistic reset ratio, whose
+    resets are as many (see docs/decisions.md). Below 64 environments the gather saves too little
+    to pay for itself.
     """
     if num_envs < 64:
         return 0
-    mean = num_envs / 16
-    return min(num_envs, int(mean + 4 * math.sqrt(mean)) + 1)
+    return -(-num_envs // 16)
 
 
 def _reset_keys(key: jax.Array, num: int) -> jax.Array:
