@@ -77,7 +77,30 @@ SIZES = {
     "full": dict(num_envs=1024, iterations=30, seeds=3),
 }
 TIMEOUT_S = 6 * 3600  # one side at most; a side that takes longer is recorded as timed out
-BASELINE_FILES = ("ppo.py", "models/actor_critic.py", "wrappers.py", "logz/batch_logging.py")
+BASELINE_FILES = (
+    "ppo.py",
+    "ppo_rnn.py",
+    "models/actor_critic.py",
+    "wrappers.py",
+    "logz/batch_logging.py",
+)
+# --algo: their script (a module of their checkout), our algorithm and its results file. PPO-RNN
+# is their ppo_rnn.py beside our PPO with memory gru and their network (benchmarks/craftax_rnn.py).
+ALGOS = {
+    "ppo": dict(module="ppo", results="craftax_baseline.json"),
+    "ppo-rnn": dict(module="ppo_rnn", results="craftax_baseline_rnn.json"),
+}
+RNN_HPARAMS = dict(memory="gru", memory_size=512, hidden_sizes=(512,), activation="relu")
+RNN_DIFFERENCES = (
+    "Network (PPO-RNN): theirs is ppo_rnn.py's ActorCriticRNN (a 512-unit ReLU layer into one "
+    "512-unit GRU shared by policy and value, then two 512-unit ReLU layers in each head); ours "
+    "is the same network written as a network of one's own (benchmarks/craftax_rnn.py) in the "
+    "built-in PPO with memory gru, whose memory is reset to zeros at an episode's first step as "
+    "theirs resets the GRU where the previous step was done. Their --activation does not reach "
+    "it (ReLU is written in), nor ours.",
+    "Minibatches (PPO-RNN): both shuffle whole environments' sequences into 8 minibatches and "
+    "re-run the GRU from the memory the rollout started with.",
+)
 
 # (what, their flag and value, our hyperparameter and value): the same setting on both sides.
 HYPERPARAMETERS = (
@@ -309,7 +332,24 @@ _initializers.orthogonal = _sequential_orthogonal
 patched = ["jax.debug.callback (lane index added)", "flax.linen.initializers.orthogonal "
            "(sequential_vmap)"]
 
-import ppo
+# Flax's GRUCell took the original orthogonal initializer as a default when flax loaded, before
+# the replacement above; it draws through jax's random.orthogonal, made sequential here instead.
+import jax._src.random as _random
+
+_random_orthogonal = _random.orthogonal
+
+
+def _sequential_random_orthogonal(key, *args, **kwargs):
+    draw = lambda k: _random_orthogonal(k, *args, **kwargs)  # noqa: E731
+    return jax.custom_batching.sequential_vmap(draw)(key)
+
+
+_random.orthogonal = _sequential_random_orthogonal
+patched.append("jax random.orthogonal (sequential_vmap, for the GRU's recurrent kernel)")
+
+import importlib
+
+ppo = importlib.import_module(sys.argv[4])
 from logz import batch_logging
 
 config = {k.upper(): v for k, v in settings.items()}  # as their run_ppo does
@@ -432,7 +472,7 @@ def run_child(argv: list[str], out: Path, cwd: Path) -> dict:
     return {**json.loads(out.read_text()), "wall_s": wall_s}
 
 
-def theirs(baseline_dir: Path, size: dict, seed: int, work: Path) -> dict:
+def theirs(baseline_dir: Path, size: dict, seed: int, work: Path, algo: str = "ppo") -> dict:
     settings = dict(
         THEIR_DEFAULTS,
         num_envs=size["num_envs"],
@@ -443,14 +483,17 @@ def theirs(baseline_dir: Path, size: dict, seed: int, work: Path) -> dict:
     )
     out = work / "theirs.json"
     result = run_child(
-        ["-c", _THEIRS, str(baseline_dir), json.dumps(settings), str(out)], out, baseline_dir
+        ["-c", _THEIRS, str(baseline_dir), json.dumps(settings), str(out), ALGOS[algo]["module"]],
+        out,
+        baseline_dir,
     )
     return {"settings": settings, **result}
 
 
-def ours_settings(size: dict, seed: int, folder: Path) -> dict:
+def ours_settings(size: dict, seed: int, folder: Path, algo: str = "ppo") -> dict:
+    hparams = dict(OUR_HPARAMS, **(RNN_HPARAMS if algo == "ppo-rnn" else {}))
     return dict(
-        algo="ppo",
+        algo="ppo" if algo == "ppo" else f"{ROOT / 'benchmarks' / 'craftax_rnn.py'}:SPEC",
         env=f"craftax/{ENV_ID}",
         num_envs=size["num_envs"],
         rollout_len=ROLLOUT,
@@ -463,12 +506,12 @@ def ours_settings(size: dict, seed: int, folder: Path) -> dict:
         run_name="ours",
         progress=False,
         compile_cache=False,
-        hparams=dict(OUR_HPARAMS),
+        hparams=hparams,
     )
 
 
-def ours(size: dict, seed: int, work: Path) -> dict:
-    settings = ours_settings(size, seed, work / "runs")
+def ours(size: dict, seed: int, work: Path, algo: str = "ppo") -> dict:
+    settings = ours_settings(size, seed, work / "runs", algo)
     out = work / "ours.json"
     result = run_child(["-c", _OURS, json.dumps(settings), str(out)], out, ROOT)
     settings.pop("out")
@@ -587,6 +630,12 @@ def main() -> int:
         "benchmark is skipped",
     )
     parser.add_argument("--size", choices=tuple(SIZES), default="full")
+    parser.add_argument(
+        "--algo",
+        choices=tuple(ALGOS),
+        default="ppo",
+        help="ppo: their ppo.py; ppo-rnn: their ppo_rnn.py beside our PPO with their GRU network",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, help="seeds per side (default: the size's)")
     parser.add_argument(
@@ -607,9 +656,9 @@ def main() -> int:
         print("craftax_baseline: skipped, craftax is not installed (pip install craftax)")
         return 0
     out = args.out or (
-        str(Path(tempfile.gettempdir()) / "craftax_baseline-quick.json")
+        str(Path(tempfile.gettempdir()) / f"craftax_baseline-{args.algo}-quick.json")
         if args.size == "quick"
-        else str(RESULTS / "craftax_baseline.json")
+        else str(RESULTS / ALGOS[args.algo]["results"])
     )
     size = dict(SIZES[args.size])
     if args.seeds is not None:
@@ -628,10 +677,12 @@ def main() -> int:
     results: dict[str, Any] = {}
     load: dict[str, list[float]] = {"before": list(os.getloadavg())}
     try:
-        results["theirs"] = finish(theirs(baseline_dir, size, args.seed, work), size["seeds"])
+        results["theirs"] = finish(
+            theirs(baseline_dir, size, args.seed, work, args.algo), size["seeds"]
+        )
         print(describe("theirs", results["theirs"]), flush=True)
         load["between"] = list(os.getloadavg())
-        results["ours"] = finish(ours(size, args.seed, work), size["seeds"])
+        results["ours"] = finish(ours(size, args.seed, work, args.algo), size["seeds"])
         print(describe("ours", results["ours"]), flush=True)
         load["after"] = list(os.getloadavg())
     finally:
@@ -642,7 +693,9 @@ def main() -> int:
 
     rates = [results[n].get("steps_per_s_all_seeds") for n in ("ours", "theirs")]
     results["ours_vs_theirs"] = rates[0] / rates[1] if all(rates) else None
-    results["differences"] = list(DIFFERENCES)
+    results["differences"] = list(DIFFERENCES) + (
+        list(RNN_DIFFERENCES) if args.algo == "ppo-rnn" else []
+    )
     results["hyperparameters"] = [
         {"setting": what, "theirs": a, "ours": b} for what, a, b in HYPERPARAMETERS
     ]
@@ -666,6 +719,7 @@ def main() -> int:
             print(f"--size full estimate here, both sides: {total / 3600:.1f} h")
     config = {
         "env": f"craftax/{ENV_ID}",
+        "algo": args.algo,
         "size": args.size,
         "num_envs": size["num_envs"],
         "rollout_len": ROLLOUT,
@@ -674,7 +728,10 @@ def main() -> int:
         "seed": args.seed,
         "env_steps_per_seed": steps,
         "baseline": baseline_identity(baseline_dir),
-        "ours_hparams": {**OUR_HPARAMS, "hidden_sizes": list(OUR_HPARAMS["hidden_sizes"])},
+        "ours_hparams": {
+            **(hparams := dict(OUR_HPARAMS, **(RNN_HPARAMS if args.algo == "ppo-rnn" else {}))),
+            "hidden_sizes": list(hparams["hidden_sizes"]),
+        },
     }
     from jaxrl_fdg.profiling import write_report
 

@@ -26,7 +26,6 @@ from jaxrl_fdg.core.names import (
 )
 from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Box
-from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import distributions as dist
 from jaxrl_fdg.fragments import normalization
 from jaxrl_fdg.fragments.networks import ActorCritic, GaussianActorCritic
@@ -77,7 +76,16 @@ class Policy:
     [...])`` for a Discrete action space, ``(mean, log_std, value)`` for a Box, and
     ``network.value(observation)`` the value alone. Sampling, masks, log-probabilities,
     normalisation and evaluation stay as they are: ``ppo.build(ctx, policy=Policy(ctx,
-    network=...))`` trains it with no copy of PPO.
+    network=...))`` trains it with no copy of PPO. With ``memory`` gru or lstm the network is
+    recurrent, as :class:`~jaxrl_fdg.fragments.recurrent.RecurrentActorCritic`: one step is
+    ``network(memory [B, W], observation) -> (memory, outputs)`` and ``network.value(memory,
+    observation)`` the value alone; ``W`` is its attribute ``memory_width`` (where it has none, the
+    built-in network's width for ``memory`` and ``memory_size``), and the memory is zeros at an
+    episode's start (a shared core, as Craftax's PPO-RNN baseline has, is such a network). A
+    recurrent network that also has ``encode(observation)``, ``recur(memory, features) ->
+    (memory, core)`` and ``decode(core) -> outputs`` (one step being their composition) is
+    re-run by the learner with its encoder and heads on every step at once and only ``recur``
+    scanned, much faster than stepping it whole (:meth:`unroll`).
     """
 
     def __init__(self, ctx: AlgorithmContext[ActorCriticConfig], network: Any = None):
@@ -129,12 +137,9 @@ class Policy:
             self.memory_width = memory_width(hp.memory, hp.memory_size)
             self.outputs = (*self.outputs, MEMORY, EPISODE_START)
         if network is not None:
-            if self.recurrent:
-                raise ConfigError(
-                    f"a network of one's own is feed-forward here; memory = {hp.memory!r} "
-                    "builds the recurrent one (use memory none)"
-                )
             self.net = network
+            if self.recurrent:  # its memory's width is its own business
+                self.memory_width = int(getattr(network, "memory_width", self.memory_width))
 
     def init(self, key: jax.Array) -> Any:
         """The network's variables: ``{"params": ...}``, and with ``normalize_observations``
@@ -260,14 +265,45 @@ class Policy:
         ``[b, T, ...]`` and ``episode_start`` ``[b, T]`` are env-major (as :class:`Sequences`
         stores them). Each step resets the memory where an episode starts, then steps the cell,
         exactly as :meth:`act_recurrent`; outputs ``[b, T, ...]``."""
+        time_major = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), (observation, episode_start))
+        _, out = self._sequence(params, memory, *time_major)
+        return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)
+
+    def _sequence(
+        self, params: Any, memory: jax.Array, observation: Any, episode_start: jax.Array
+    ) -> tuple[jax.Array, Any]:
+        """Time-major sequences ``[T, b, ...]`` through the network from ``memory`` ``[b, W]``:
+        the memory after each step (before the next step's reset) ``[T, b, W]`` and the outputs.
+
+        A network with ``encode``, ``recur`` and ``decode`` methods (one step is ``decode(recur(
+        memory, encode(obs)))``, as :class:`RecurrentActorCritic`'s) has its torso and heads
+        applied to all ``T × b`` steps at once and only its cell scanned: wide products rather
+        than ``T`` narrow ones. Any other is stepped whole, step by step."""
+        if self._split:
+            features = self._apply(params, observation, method="encode")
+            net = self._network_params(params)
+
+            def recur(m, inputs):
+                x, start = inputs
+                m, y = self.net.apply(net, reset_memory(m, start), x, method="recur")
+                return m, (m, y)
+
+            _, (memories, core) = jax.lax.scan(recur, memory, (features, episode_start))
+            return memories, self.net.apply(net, core, method="decode")
 
         def step(m, inputs):
             obs, start = inputs
-            return self._apply(params, reset_memory(m, start), obs)
+            m, out = self._apply(params, reset_memory(m, start), obs)
+            return m, (m, out)
 
-        time_major = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), (observation, episode_start))
-        _, out = jax.lax.scan(step, memory, time_major)
-        return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), out)
+        return jax.lax.scan(step, memory, (observation, episode_start))[1]
+
+    @property
+    def _split(self) -> bool:
+        return all(hasattr(self.net, name) for name in ("encode", "recur", "decode"))
+
+    def _network_params(self, params: Any) -> Any:
+        return normalization.trainable(params) if self.moments is not None else params
 
     def next_values(self, params: Any, trajectory: Transition) -> jax.Array:
         """``V(s'_t)`` ``[T, B]`` for a recurrent policy, from the memory carried one step further.
@@ -278,14 +314,21 @@ class Policy:
         belongs to the ended episode, whose memory is the one that has seen it through; where it
         goes on, ``s'_t`` is the next step's observation, met with the memory the actor meets it
         with."""
-        value = functools.partial(self._apply, params, method=RecurrentActorCritic.value)
+        extras = trajectory.extras
+        inputs = (trajectory.observation, extras[EPISODE_START])
+        if self._split:  # the memories first, then one step from each of them, all at once
+            memories, _ = self._sequence(params, extras[MEMORY][0], *inputs)
+            features = self._apply(params, trajectory.next_observation, method="encode")
+            net = self._network_params(params)
+            _, core = self.net.apply(net, memories, features, method="recur")
+            return self.net.apply(net, core, method="decode")[-1]
+        value = functools.partial(self._apply, params, method="value")
 
         def step(m, inputs):
             obs, next_obs, start = inputs
             m, _ = self._apply(params, reset_memory(m, start), obs)
             return m, value(m, next_obs)
 
-        extras = trajectory.extras
         inputs = (trajectory.observation, trajectory.next_observation, extras[EPISODE_START])
         return jax.lax.scan(step, extras[MEMORY][0], inputs)[1]
 

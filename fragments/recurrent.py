@@ -63,11 +63,18 @@ class RecurrentCore(nn.Module):
         self.cell = cells[self.memory](self.memory_size, recurrent_kernel_init=orthogonal(1.0))
 
     def __call__(self, memory: jax.Array, obs: Any) -> tuple[jax.Array, jax.Array]:
+        return self.step(memory, self.features(obs))
+
+    def features(self, obs: Any) -> jax.Array:
+        """The torso's features of ``obs`` (any leading axes): what the cell reads."""
         if not isinstance(self.obs_ndim, tuple):  # a structured one goes to the encoder as it is
             obs = obs.astype(jnp.float32)
             if self.torso == "mlp":
                 obs = obs.reshape(*obs.shape[: obs.ndim - self.obs_ndim], -1)
-        x = ACTIVATIONS[self.activation](self.body(obs))
+        return ACTIVATIONS[self.activation](self.body(obs))
+
+    def step(self, memory: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """The cell alone: ``(memory, features) -> (memory, output)``."""
         if self.memory == "lstm":
             (c, h), y = self.cell(tuple(jnp.split(memory, 2, axis=-1)), x)
             return jnp.concatenate([c, h], axis=-1), y
@@ -120,14 +127,30 @@ class RecurrentActorCritic(nn.Module):
             )
 
     def __call__(self, memory: jax.Array, obs: jax.Array):
+        memory, core = self.recur(memory, self.encode(obs))
+        return memory, self.decode(core)
+
+    # One step in three parts, so that a learner re-running whole sequences applies the torsos
+    # and heads to every step at once and scans only the cells (Policy.unroll).
+
+    def encode(self, obs: Any) -> tuple[jax.Array, jax.Array]:
+        """What the cells read of ``obs`` (any leading axes): each torso's features."""
+        return self.policy_core.features(obs), self.value_core.features(obs)
+
+    def recur(self, memory: jax.Array, features: tuple[jax.Array, jax.Array]):
+        """The two cells' step: ``(memory, features) -> (memory, their outputs)``."""
         policy_memory, value_memory = jnp.split(memory, 2, axis=-1)
-        policy_memory, y = self.policy_core(policy_memory, obs)
-        value_memory, z = self.value_core(value_memory, obs)
-        memory = jnp.concatenate([policy_memory, value_memory], axis=-1)
+        policy_memory, y = self.policy_core.step(policy_memory, features[0])
+        value_memory, z = self.value_core.step(value_memory, features[1])
+        return jnp.concatenate([policy_memory, value_memory], axis=-1), (y, z)
+
+    def decode(self, core: tuple[jax.Array, jax.Array]):
+        """The heads on the cells' outputs: ``(logits, value)`` or ``(mean, log_std, value)``."""
+        y, z = core
         out, value = self.policy(y), self.critic(z)[..., 0]
         if self.continuous:
-            return memory, (out, jnp.broadcast_to(self.log_std, out.shape), value)
-        return memory, (out, value)
+            return out, jnp.broadcast_to(self.log_std, out.shape), value
+        return out, value
 
     def value(self, memory: jax.Array, obs: jax.Array) -> jax.Array:
         """``V [B]`` after one step from ``memory`` (the value network alone)."""

@@ -22,7 +22,9 @@ before acting on it. It outputs the memory it acted from and those ``episode_sta
 ``trajectory.extras["memory"]`` ``[T, B, W]`` and ``["episode_start"]`` ``[T, B]`` are what the
 learner needs to re-run each sequence exactly: from the memory at the rollout's first step
 (index 0 of time), with the same resets. At the rollout's parameters it reproduces the actor's
-log-probabilities and values bit for bit (tests/fragments/test_recurrent.py). The learner's
+log-probabilities and values to float32 rounding (tests/fragments/test_recurrent.py): it applies
+the torsos and heads to all steps at once and scans only the cells (:meth:`Policy.unroll`), one
+wide product where the actor made one per step, whose last bits can differ. The learner's
 batch is then :class:`Sequences`, whole env sequences, which PPO splits by environment
 (``fragments.minibatch.sequence_minibatch_epochs``), never in time; the value of each
 ``next_observation`` comes from the memory carried one step further (:meth:`Policy.

@@ -61,7 +61,37 @@ def test_a_q_network_of_ones_own_trains():
     assert set(params) == {"Dense_0"}
 
 
-def test_a_recurrent_policy_keeps_the_built_in_network():
-    ctx = rl.resolve(testing.tiny("ppo", env="Minefield-v0", hparams={"memory": "gru"})).context
-    with pytest.raises(rl.ConfigError, match="use memory none"):
-        Policy(ctx, SharedTorso(5))
+class SharedCore(nn.Module):
+    """One torso and GRU for policy and value (the built-in recurrent network keeps two)."""
+
+    num_actions: int
+    memory_width: int = 8
+
+    def setup(self):
+        self.torso = nn.Dense(16)
+        self.cell = nn.GRUCell(self.memory_width)
+        self.logits = nn.Dense(self.num_actions)
+        self.head = nn.Dense(1)
+
+    def _core(self, memory, obs):
+        return self.cell(memory, nn.relu(self.torso(obs)))
+
+    def __call__(self, memory, obs):
+        memory, y = self._core(memory, obs)
+        return memory, (self.logits(y), self.head(y)[..., 0])
+
+    def value(self, memory, obs):
+        return self.head(self._core(memory, obs)[1])[..., 0]
+
+
+def test_a_recurrent_network_of_ones_own_keeps_its_own_memory():
+    spec = rl.core.algorithm.get("ppo")
+    own = spec._replace(build=lambda ctx: ppo.build(ctx, policy=Policy(ctx, SharedCore(2))))
+    config = testing.tiny("ppo", hparams={"memory": "gru", "memory_size": 32})
+    result = rl.train(config, own)
+    assert set(result.state.fragments["learner"].params["params"]) == {
+        "torso", "cell", "logits", "head"
+    }  # fmt: skip
+    memory = result.state.fragments["actor"].memory
+    assert memory.shape == (config.num_envs, 8)  # its width, not memory_size's
+    assert np.all(np.isfinite(np.asarray(result.metrics["loss"])))

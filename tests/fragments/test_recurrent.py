@@ -77,7 +77,9 @@ def test_actor_keeps_and_resets_memory_where_episodes_start(cartpole):
 @pytest.mark.parametrize(
     "case", ["gru-cartpole", pytest.param("lstm-pendulum", marks=pytest.mark.slow)]
 )
-def test_learner_reproduces_the_actor_bit_for_bit(case):
+def test_learner_reproduces_the_actor(case):
+    # To float32 rounding: the learner applies torsos and heads to every step at once (one wide
+    # product, Policy.unroll) where the actor applied them to one step's batch.
     env, hparams = CASES[case]
     traj, state, policy, resolved = _rollouts(_config(env, **hparams), n=2)
     params = state.fragments["learner"].params
@@ -93,8 +95,8 @@ def test_learner_reproduces_the_actor_bit_for_bit(case):
 
     _, (log_prob, value) = jax.jit(jax.grad(loss, has_aux=True))(params, minibatch)
     ratio = np.exp(np.asarray(log_prob) - np.asarray(minibatch.log_prob))
-    np.testing.assert_array_equal(ratio, 1.0)
-    np.testing.assert_array_equal(value, minibatch.value)
+    np.testing.assert_allclose(ratio, 1.0, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(value, minibatch.value, rtol=1e-5, atol=1e-6)
 
 
 def test_first_update_of_ppo_sees_ratio_one():
@@ -102,7 +104,7 @@ def test_first_update_of_ppo_sees_ratio_one():
     loop = rl.build_loop(resolve(_config(num_minibatches=1)))
     state = jax.jit(loop.init)(jax.random.key(1))
     _, metrics = jax.jit(loop.iteration)(state)
-    assert float(metrics["approx_kl"]) == 0.0 and float(metrics["clip_fraction"]) == 0.0
+    assert abs(float(metrics["approx_kl"])) < 1e-9 and float(metrics["clip_fraction"]) == 0.0
 
 
 def test_bootstrap_value_uses_the_memory_before_the_reset(cartpole):
