@@ -634,13 +634,18 @@ def craftax_baseline(r: dict[str, dict]) -> str:
     ``ppo.py``, one table row per side and machine (this CPU's ``--size cpu``, an accelerator's
     ``--size full`` where one was measured), with what differs between the two runs."""
     rows, lines = [], []
-    for name in sorted(r, key=lambda n: (n != "craftax_baseline.json", n)):
+    for name in sorted(r, key=lambda n: (n != "craftax_baseline.json", n)):  # the CPU's first
         report = r[name]
         config, results = report["config"], report["results"]
         machine = report.get("machine", {})
         device = machine.get("devices", ["?"])[0]
         where = f"{device} ({machine.get('backend', '?')}), `--size {config['size']}`"
-        for side, label in (("theirs", "Craftax_Baselines ppo.py"), ("ours", "jaxrl_fdg ppo")):
+        rnn = config.get("algo") == "ppo-rnn"
+        labels = (
+            ("theirs", f"Craftax_Baselines {'ppo_rnn.py' if rnn else 'ppo.py'}"),
+            ("ours", "jaxrl_fdg ppo, memory gru, their network" if rnn else "jaxrl_fdg ppo"),
+        )
+        for side, label in labels:
             x = results[side]
             final = x.get("final_return_mean")
             rows.append(
@@ -667,11 +672,14 @@ def craftax_baseline(r: dict[str, dict]) -> str:
             f"seed{'s' * (config['seeds'] != 1)}; theirs: Craftax_Baselines {version}; "
             f"ours / theirs env-steps/s: {_ratio(results.get('ours_vs_theirs'))}."
         )
+        if config.get("note"):
+            lines.append(f"  Note: {config['note']}.")
         if config.get("earlier_run"):
             lines.append(f"  Also: {config['earlier_run']['note']}.")
     header = ["machine", "side", "compile s", "run s", "env-steps/s (all seeds)", "mean final "
               "return [95% CI]"]  # fmt: skip
-    differences = r["craftax_baseline.json"]["results"]["differences"]
+    first = min(r, key=lambda n: (n != "craftax_baseline.json", n))
+    differences = r[first]["results"]["differences"]
     return (
         f"`craftax/{ENV_CRAFTAX}`, the seeds vmapped in one program on each side, the same "
         "hyperparameters and network; env-steps/s after compile.\n\n"

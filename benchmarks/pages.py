@@ -279,6 +279,15 @@ def pages() -> tuple[Page, ...]:
                 ),
                 *_measured(
                     Section(
+                        "PPO-RNN on Craftax-Classic beside Craftax_Baselines' ppo_rnn.py",
+                        ("craftax_baseline_rnn.json",),
+                        tables.craftax_baseline,
+                        "python benchmarks/craftax_baseline.py --baseline-dir PATH --algo ppo-rnn "
+                        "--size cpu",
+                    )
+                ),
+                *_measured(
+                    Section(
                         "PPO on one task of each JAX suite, several seeds",
                         ("suite_curves.json",),
                         tables.suite_curves,
