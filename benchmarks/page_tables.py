@@ -674,6 +674,8 @@ def craftax_baseline(r: dict[str, dict]) -> str:
         )
         if config.get("note"):
             lines.append(f"  Note: {config['note']}.")
+        if config.get("repeats"):
+            lines.append(f"  Repeats: {config['repeats']['note']}.")
         if config.get("earlier_run"):
             lines.append(f"  Also: {config['earlier_run']['note']}.")
     header = ["machine", "side", "compile s", "run s", "env-steps/s (all seeds)", "mean final "
