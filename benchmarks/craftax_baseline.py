@@ -490,8 +490,13 @@ def theirs(baseline_dir: Path, size: dict, seed: int, work: Path, algo: str = "p
     return {"settings": settings, **result}
 
 
+def our_hparams(algo: str) -> dict:
+    """Our side's hyperparameters for ``--algo``: PPO's, with PPO-RNN's memory and network sizes."""
+    return dict(OUR_HPARAMS, **(RNN_HPARAMS if algo == "ppo-rnn" else {}))
+
+
 def ours_settings(size: dict, seed: int, folder: Path, algo: str = "ppo") -> dict:
-    hparams = dict(OUR_HPARAMS, **(RNN_HPARAMS if algo == "ppo-rnn" else {}))
+    hparams = our_hparams(algo)
     return dict(
         algo="ppo" if algo == "ppo" else f"{ROOT / 'benchmarks' / 'craftax_rnn.py'}:SPEC",
         env=f"craftax/{ENV_ID}",
@@ -729,7 +734,7 @@ def main() -> int:
         "env_steps_per_seed": steps,
         "baseline": baseline_identity(baseline_dir),
         "ours_hparams": {
-            **(hparams := dict(OUR_HPARAMS, **(RNN_HPARAMS if args.algo == "ppo-rnn" else {}))),
+            **(hparams := our_hparams(args.algo)),
             "hidden_sizes": list(hparams["hidden_sizes"]),
         },
     }

@@ -634,7 +634,8 @@ def craftax_baseline(r: dict[str, dict]) -> str:
     ``ppo.py``, one table row per side and machine (this CPU's ``--size cpu``, an accelerator's
     ``--size full`` where one was measured), with what differs between the two runs."""
     rows, lines = [], []
-    for name in sorted(r, key=lambda n: (n != "craftax_baseline.json", n)):  # the CPU's first
+    names = sorted(r, key=lambda n: (n != "craftax_baseline.json", n))  # the CPU's first
+    for name in names:
         report = r[name]
         config, results = report["config"], report["results"]
         machine = report.get("machine", {})
@@ -680,8 +681,7 @@ def craftax_baseline(r: dict[str, dict]) -> str:
             lines.append(f"  Also: {config['earlier_run']['note']}.")
     header = ["machine", "side", "compile s", "run s", "env-steps/s (all seeds)", "mean final "
               "return [95% CI]"]  # fmt: skip
-    first = min(r, key=lambda n: (n != "craftax_baseline.json", n))
-    differences = r[first]["results"]["differences"]
+    differences = r[names[0]]["results"]["differences"]
     return (
         f"`craftax/{ENV_CRAFTAX}`, the seeds vmapped in one program on each side, the same "
         "hyperparameters and network; env-steps/s after compile.\n\n"
