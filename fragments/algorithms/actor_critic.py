@@ -214,15 +214,14 @@ class LearnerState(NamedTuple):
 def make_batch(policy: Policy, params: Any, trajectory: Transition, hp: ActorCriticConfig) -> Batch:
     """GAE(γ, λ) advantages and value targets for a rollout, flattened over time and envs.
 
-    ``V(s'_t)`` comes from ``next_observation`` (the final observation where an episode ended),
-    so truncation bootstraps and termination does not (``losses.generalized_advantage_
-    estimation``).
+    ``V(s'_t)`` is the value of ``next_observation`` (the final observation where an episode
+    ended), so truncation bootstraps and termination does not (``losses.generalized_advantage_
+    estimation``); :meth:`Policy.next_values` reuses the actor's values where it can.
     """
-    value_next = policy.value(params, trajectory.next_observation)
     advantage, target = losses.generalized_advantage_estimation(
         trajectory.reward * hp.reward_scaling,
         trajectory.extras[VALUE],
-        value_next,
+        policy.next_values(params, trajectory),
         trajectory.terminated,
         trajectory.truncated,
         hp.gamma,

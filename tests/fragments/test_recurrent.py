@@ -110,10 +110,14 @@ def test_first_update_of_ppo_sees_ratio_one():
 def test_bootstrap_value_uses_the_memory_before_the_reset(cartpole):
     traj, state, policy, _ = cartpole
     params = state.fragments["learner"].params
-    value_next = np.asarray(jax.jit(policy.next_values)(params, traj))
     memory = traj.extras["memory"]
     done = np.asarray(traj.terminated | traj.truncated)
     t, b = map(int, np.argwhere(done[:-1])[0])
+    # Counted as truncated (a terminated step's value is never bootstrapped from, so not computed).
+    truncated = np.zeros(done.shape, bool)
+    truncated[t, b] = True
+    traj = traj._replace(terminated=traj.terminated & ~truncated, truncated=jnp.asarray(truncated))
+    value_next = np.asarray(jax.jit(policy.next_values)(params, traj))
     # The ended episode's memory after step t (the next step's memory is reset to zeros) ...
     apply = jax.jit(policy.net.apply)
     value = jax.jit(functools.partial(policy.net.apply, method="value"))

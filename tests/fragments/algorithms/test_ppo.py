@@ -125,6 +125,38 @@ def test_box_actor_samples_a_gaussian_and_sends_the_env_its_clip():
     np.testing.assert_array_equal(batch.action, raw.reshape(64, 1))
 
 
+def test_next_values_reuse_the_actors_and_evaluate_only_truncated_steps():
+    # V(s'_t) is the actor's value of s_{t+1} where the episode goes on, and the network's value
+    # of the final observation where it was truncated: here 12 truncations (more than the 8 of a
+    # chunk, so two chunks), with final observations the actor never saw.
+    config = _pendulum()
+    loop = rl.build_loop(resolve(config))
+    state, traj, _ = loop.rollout(loop.init(jax.random.key(0)))
+    params = state.fragments["learner"].params
+    policy = ac.Policy(resolve(config).context)
+    assert not traj.truncated.any() and not traj.terminated.any()  # 8 steps of a 200-step limit
+    np.testing.assert_allclose(
+        policy.next_values(params, traj),
+        policy.value(params, traj.next_observation),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    rng = np.random.default_rng(0)
+    truncated = np.zeros((8, 8), bool)
+    truncated.flat[rng.choice(64, 12, replace=False)] = True
+    terminated = np.zeros((8, 8), bool)
+    terminated.flat[rng.choice(np.flatnonzero(~truncated), 5, replace=False)] = True
+    finals = rng.normal(size=traj.next_observation.shape).astype(np.float32)
+    traj = traj._replace(
+        truncated=jnp.asarray(truncated),
+        terminated=jnp.asarray(terminated),
+        next_observation=jnp.where(truncated[..., None], finals, traj.next_observation),
+    )
+    got = np.asarray(policy.next_values(params, traj))
+    want = np.asarray(policy.value(params, traj.next_observation))
+    np.testing.assert_allclose(got[~terminated], want[~terminated], rtol=1e-5, atol=1e-6)
+
+
 def test_gaussian_log_std_is_one_learnable_vector():
     net = GaussianActorCritic(num_actions=3, log_std_init=-0.5)
     params = net.init(jax.random.key(0), jnp.zeros(4))
