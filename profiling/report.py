@@ -64,7 +64,7 @@ def recorded(where: str = ".") -> dict[str, Any]:
 
 def write_report(path: str, benchmark: str, config: dict, results: dict, **extra: Any) -> None:
     """Write a benchmark's results as JSON (with :func:`machine_info` and :func:`recorded`: date,
-    commit, load) and say where."""
+    the commit of the code measured, load) and say where."""
     import json
     from pathlib import Path
 
@@ -73,7 +73,8 @@ def write_report(path: str, benchmark: str, config: dict, results: dict, **extra
         "benchmark": benchmark,
         "config": config,
         "machine": machine_info(),
-        "recorded": recorded(str(Path(path).resolve().parent)),
+        # The checkout of the code measured, wherever the file is written (a temp folder too).
+        "recorded": recorded(str(Path(__file__).resolve().parent)),
         "results": results,
         **extra,
     }

@@ -26,9 +26,9 @@ log-probabilities and values to float32 rounding (tests/fragments/test_recurrent
 the torsos and heads to all steps at once and scans only the cells (:meth:`Policy.unroll`), one
 wide product where the actor made one per step, whose last bits can differ. The learner's
 batch is then :class:`Sequences`, whole env sequences, which PPO splits by environment
-(``fragments.minibatch.sequence_minibatch_epochs``), never in time; the value of each
-``next_observation`` comes from the memory carried one step further (:meth:`Policy.
-next_values`).
+(``fragments.minibatch.sequence_minibatch_epochs``), never in time. The value of each
+``next_observation`` is the actor's where the episode goes on, and otherwise the network's from
+the memory after that step (:meth:`Policy.next_values`).
 
 The networks and what is asked of them live in :mod:`~jaxrl_fdg.fragments.actor_critic_policy`
 (:class:`Policy`, re-exported here).

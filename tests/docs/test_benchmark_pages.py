@@ -1,6 +1,7 @@
 """The benchmark pages show every results file, each table stamped with what its file recorded."""
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,6 +39,10 @@ def test_a_stamp_shows_what_write_report_records(tmp_path):
     report = json.loads(out.read_text())
     recorded = report["recorded"]
     assert recorded["date"].endswith("Z") and len(recorded["loadavg"]) == 3
+    # The commit is the measured code's, though the file went to a folder outside the checkout.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if head.returncode == 0:
+        assert recorded["commit"] == head.stdout.strip()
     stamp = pages.stamp("r.json", {**report, "recorded": {**recorded, "commit": "abc123"}})
     assert f"date: {recorded['date']}" in stamp and "commit: abc123" in stamp
     assert "device: cpu" in stamp and "load: 1-min load average" in stamp
