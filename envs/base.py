@@ -23,7 +23,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import jax
 import jax.numpy as jnp
 
-from jaxrl_fdg import rng
+from jaxrl_fdg import chunks, rng
 from jaxrl_fdg.envs.spaces import Space
 
 TEnvState = TypeVar("TEnvState")
@@ -320,11 +320,6 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
 _Reset = Callable[[jax.Array, Any, Any], tuple[Any, jax.Array]]
 
 
-def _rank_of_finished(done: jax.Array) -> jax.Array:
-    """For each environment, how many finished environments precede it (``done``: ``[B]``)."""
-    return jnp.cumsum(done, dtype=jnp.int32) - 1
-
-
 def _reset_every_env(
     reset: _Reset, key: jax.Array, done: jax.Array, current: tuple[Any, jax.Array], params: Any
 ) -> tuple[Any, jax.Array]:
@@ -334,9 +329,9 @@ def _reset_every_env(
     num_envs = done.shape[0]
     keys = _reset_keys(key, num_envs)
     if num_envs > 1:
-        keys = keys[jnp.maximum(_rank_of_finished(done), 0)]
+        keys = keys[jnp.maximum(chunks.rank_of_selected(done), 0)]
     reset_state, reset_obs = reset(keys, env_state, params)
-    return _select(done, (reset_state, reset_obs), current)
+    return chunks.select(done, (reset_state, reset_obs), current)
 
 
 def _reset_finished_envs(
@@ -357,30 +352,16 @@ def _reset_finished_envs(
     """
     env_state, _ = current
     num_envs = done.shape[0]
-    rank = _rank_of_finished(done)
-    chunks = -(-num_envs // slots)
     # Threefry's split gives the same first keys whatever the number split: key k is the same
-    # whether split into ``slots``, ``num_envs`` or ``chunks * slots`` keys.
-    keys = _reset_keys(key, chunks * slots)
+    # whether split into ``slots``, ``num_envs`` or ``(num_envs / slots) * slots`` keys.
+    keys = _reset_keys(key, -(-num_envs // slots) * slots)
 
-    def chunk(c: jax.Array, out: tuple[Any, jax.Array]) -> tuple[Any, jax.Array]:
-        start = c * slots
-        here = done & (rank >= start) & (rank < start + slots)
-        slot = rank - start
-        index = (
-            jnp.zeros((slots,), jnp.int32)
-            .at[jnp.where(here, slot, slots)]
-            .set(jnp.arange(num_envs, dtype=jnp.int32), mode="drop")
-        )
+    def reset_chunk(c: jax.Array, index: jax.Array) -> tuple[Any, jax.Array]:
         finished = jax.tree.map(lambda x: x[index], env_state)
-        chunk_keys = jax.lax.dynamic_slice_in_dim(keys, start, slots)
-        reset_state, reset_obs = reset(chunk_keys, finished, params)
-        slot = jnp.clip(slot, 0, slots - 1)
-        read_back = jax.tree.map(lambda x: x[slot], (reset_state, reset_obs))
-        return _select(here, read_back, out)
+        chunk_keys = jax.lax.dynamic_slice_in_dim(keys, c * slots, slots)
+        return reset(chunk_keys, finished, params)
 
-    count = jnp.sum(done, dtype=jnp.int32)
-    return jax.lax.fori_loop(0, (count + slots - 1) // slots, chunk, current)
+    return chunks.on_selected(done, slots, reset_chunk, current)
 
 
 def _reset_slots(num_envs: int) -> int:
@@ -411,12 +392,3 @@ def _reset_keys(key: jax.Array, num: int) -> jax.Array:
 def _split_keys(key: jax.Array, num: int) -> jax.Array:
     """``num`` keys from ``key``; a batch of one uses ``key`` itself rather than hashing again."""
     return key[None] if num == 1 else rng.split(key, num)
-
-
-def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
-    """Leaf-wise ``where(pred, a, b)`` with ``pred`` ``[B]`` broadcast over trailing axes."""
-
-    def where(a: jax.Array, b: jax.Array) -> jax.Array:
-        return jnp.where(pred.reshape(pred.shape + (1,) * (jnp.ndim(b) - pred.ndim)), a, b)
-
-    return jax.tree.map(where, on_true, on_false)

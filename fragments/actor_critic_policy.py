@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg import chunks
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.core.names import (
@@ -333,25 +334,17 @@ class Policy:
         flat = jax.tree.map(lambda x: x.reshape(rows, *x.shape[2:]), needed)
         wanted = trajectory.truncated & ~trajectory.terminated
         wanted = wanted.at[-1].set(True).reshape(rows)
-        rank = jnp.cumsum(wanted, dtype=jnp.int32) - 1
         later = jnp.concatenate([values[1:], jnp.zeros_like(values[:1])]).reshape(rows)
 
-        def value_of(index: jax.Array) -> jax.Array:
+        def value_of(c: jax.Array, index: jax.Array) -> jax.Array:
+            del c
             next_observation, observation, memory = jax.tree.map(lambda x: x[index], flat)
             if not self.recurrent:
                 return self.value(params, next_observation)
             after, _ = self._apply(params, memory, observation)
             return self._apply(params, after, next_observation, method="value")
 
-        def chunk(c: jax.Array, out: jax.Array) -> jax.Array:
-            here = wanted & (rank >= c * num_envs) & (rank < (c + 1) * num_envs)
-            slot = jnp.where(here, rank - c * num_envs, num_envs)
-            index = jnp.zeros((num_envs,), jnp.int32).at[slot].set(jnp.arange(rows), mode="drop")
-            value = value_of(index)[jnp.clip(slot, 0, num_envs - 1)]
-            return jnp.where(here, value, out)
-
-        count = jnp.sum(wanted, dtype=jnp.int32)
-        out = jax.lax.fori_loop(0, (count + num_envs - 1) // num_envs, chunk, later)
+        out = chunks.on_selected(wanted, num_envs, value_of, later)
         return out.reshape(num_steps, num_envs)
 
     def value(self, params: Any, observation: jax.Array) -> jax.Array:
