@@ -329,8 +329,11 @@ class Policy:
         values = trajectory.extras[VALUE]
         num_steps, num_envs = values.shape
         rows = num_steps * num_envs
-        memory = trajectory.extras.get(MEMORY)
-        needed = (trajectory.next_observation, trajectory.observation, memory)
+        needed = (
+            trajectory.next_observation,
+            trajectory.observation,
+            trajectory.extras.get(MEMORY),
+        )
         flat = jax.tree.map(lambda x: x.reshape(rows, *x.shape[2:]), needed)
         wanted = trajectory.truncated & ~trajectory.terminated
         wanted = wanted.at[-1].set(True).reshape(rows)
