@@ -4,12 +4,14 @@ each (compile, run, the host's share, the device's scopes, the roofline verdicts
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
 from jaxrl_fdg import config as cfg
+from jaxrl_fdg.cli.common import say
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.run import train
+from jaxrl_fdg.run import signals, train
 
 _PROFILE_ROWS = (
     ("compile s (wall)", lambda t: t["compile_s"]),
@@ -55,12 +57,36 @@ def run(args: argparse.Namespace) -> int:
     runs = [cfg.resolve(base.replace(fusion=mode)) for mode in modes]
     if args.profile == "off":
         raise ConfigError("profile mode 'off' measures nothing (valid here: host, sync, trace)")
-    results = {}
+    results: dict[str, Any] = {}
     for resolved in runs:
-        print(f"running {resolved.config.fusion} ...", file=sys.stderr, flush=True)
-        results[resolved.config.fusion] = train(resolved).summary
+        mode = resolved.config.fusion
+        print(f"running {mode} ...", file=sys.stderr, flush=True)
+        mark = signals.received()
+        try:
+            summary = train(resolved).summary
+        except KeyboardInterrupt:  # stopped at once (while compiling, or a second signal)
+            _say_stopped(signals.received_since(mark), mode, False, modes)
+            raise
+        if summary["status"] == "completed":
+            results[mode] = summary
+        signum = signals.received_since(mark)
+        if signum is not None:  # asked to stop: the modes left are not run
+            _say_stopped(signum, mode, mode in results, modes)
+            if results:
+                _print_table(results, list(results))
+            return signals.exit_code(signum)
     _print_table(results, modes)
     return 0
+
+
+def _say_stopped(signum: int | None, mode: str, completed: bool, modes: list[str]) -> None:
+    """One line: the signal, whether the run under ``mode`` completed (in the table) or was cut
+    short (left out of it; its folder resumes), and the modes not run."""
+    name = "a stop signal" if signum is None else signal.Signals(signum).name
+    how = "completed" if completed else "was cut short and is left out of the table"
+    left = modes[modes.index(mode) + 1 :]
+    rest = f"; not run: {', '.join(left)}" if left else ""
+    say(f"profile: {name}: fusion {mode} {how}{rest}")
 
 
 def _print_table(results: dict[str, Any], modes: list[str]) -> None:

@@ -26,6 +26,21 @@ from typing import Any
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
+_received: list[int] = []  # every stop signal a handler here saw, in order
+
+
+def received() -> int:
+    """How many stop signals the handlers here have seen so far: a mark for
+    :func:`received_since`."""
+    return len(_received)
+
+
+def received_since(mark: int) -> int | None:
+    """The first stop signal seen since ``mark`` (:func:`received`), or ``None``. A command that
+    runs several runs asks this after each one: a signal a run absorbed (it arrived while the
+    run wrote its summary, so the run completed) still means the user asked to stop."""
+    return _received[mark] if len(_received) > mark else None
+
 
 class Interrupted(KeyboardInterrupt):
     """A stop signal other than SIGINT, raised where the run stops at once."""
@@ -84,6 +99,7 @@ class Signals:
 
     def _handle(self, signum: int, frame: Any) -> None:
         del frame
+        _received.append(signum)
         if self._mode == "absorb":
             return
         if self._mode == "request" and not self.requested:

@@ -21,6 +21,7 @@ from jaxrl_fdg.cli import train as train_command
 from jaxrl_fdg.policies import fusion
 from jaxrl_fdg.run import session as sessions
 from jaxrl_fdg.run.checkpoint import Checkpointer
+from jaxrl_fdg.run.run_folder import RunFolder
 
 VICTIM = Path(__file__).with_name("signal_victim.py")
 STAGES = ["parse", "folder", "compile", "chunk", "evaluation", "checkpoint", "summary"]
@@ -118,6 +119,38 @@ def test_a_signal_in_a_long_chunk_stops_within_seconds_and_resumes_bit_for_bit(
     resumed = rl.train(config.replace(out=str(tmp_path), run_name="r"), resume=run)
     assert_same_state(resumed.state, full.state)
     assert [r["iteration"] for r in rows(run)] == [summary["iterations"], 160]  # on the grid
+
+
+PROFILE = ["profile", "--algo", "dqn", "--total-steps", "192", "--num-envs", "4"]
+PROFILE += ["--rollout-len", "4", "--profile", "host", "--fusion", "step,scan"]
+
+
+def test_profile_stops_on_a_signal_and_leaves_the_cut_run_out_of_the_table(
+    tmp_path, monkeypatch, capsys
+):
+    # Found by a probe: profile went on to the next mode and printed the cut run as measured.
+    _send_on_call(monkeypatch, fusion.Plan, "advance", signal.SIGINT)
+    assert main([*PROFILE, "--out", str(tmp_path)]) == 130
+    out, err = capsys.readouterr()
+    assert "jaxrl-fdg: profile: SIGINT: fusion step was cut short and is left out of the " in err
+    assert err.rstrip().endswith("; not run: scan")
+    assert "running scan" not in err and out == ""  # no table: no mode completed
+    (run,) = tmp_path.iterdir()
+    assert _summary(run)["status"] == "interrupted"
+
+
+def test_profile_stops_on_a_signal_that_lands_as_a_run_writes_its_summary(
+    tmp_path, monkeypatch, capsys
+):
+    # The run absorbs it (it has completed), but the user asked to stop: no further mode runs.
+    _send_on_call(monkeypatch, RunFolder, "write_summary", signal.SIGTERM)
+    assert main([*PROFILE, "--out", str(tmp_path)]) == 143
+    out, err = capsys.readouterr()
+    assert "profile: SIGTERM: fusion step completed; not run: scan" in err
+    header = out.splitlines()[0].split()
+    assert header == ["step"]  # the table has the completed mode alone
+    (run,) = tmp_path.iterdir()
+    assert _summary(run)["status"] == "completed"
 
 
 @pytest.mark.slow
