@@ -11,8 +11,12 @@ registers ``NAME`` (here, or with gymnasium), then builds ``NAME`` (:mod:`jaxrl_
 from __future__ import annotations
 
 import dataclasses
+import math
+import typing
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from jaxrl_fdg import plugins
 from jaxrl_fdg.envs import prefixes
@@ -110,5 +114,52 @@ def make(name: str, **overrides: Any) -> tuple[Any, Any]:
                 f"unknown parameter(s) {unknown_fields} for {name!r}; "
                 f"valid: {', '.join(sorted(fields))}"
             )
+        try:
+            hints = typing.get_type_hints(type(params))
+        except (NameError, TypeError):  # annotations that do not resolve: defaults' types
+            hints = {}
+        overrides = {
+            k: _checked(name, k, v, hints.get(k), getattr(params, k)) for k, v in overrides.items()
+        }
         params = params.replace(**overrides)
     return env, params
+
+
+_INT32_MAX = 2**31 - 1  # steps and counts live in int32 inside the programs
+
+
+def _checked(env: str, key: str, value: Any, annotation: Any, default: Any) -> Any:
+    """``value`` for the parameter ``key`` of ``env``, checked against the field's type (its
+    annotation, else its default's): a bool for a bool, a whole number for an int (a float with
+    no fraction, as TOML writes ``1e3``, is taken), a number for a float. ``max_steps`` must be
+    at least 1. Anything else is a ``ValueError`` naming the parameter, the value and the type."""
+    kind = annotation if isinstance(annotation, type) else type(default)
+    bad = f"parameter {key} of {env!r} takes {_TYPE_WORDS.get(kind, kind.__name__)}, got {value!r}"
+    if kind is bool:
+        if not isinstance(value, bool | np.bool_):
+            raise ValueError(bad)
+        return bool(value)
+    if kind is int:
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(bad)
+        value = int(value)
+        low = 1 if key == "max_steps" else -_INT32_MAX - 1
+        if not low <= value <= _INT32_MAX:
+            raise ValueError(
+                f"parameter {key} of {env!r} must be in [{low}, {_INT32_MAX}], got {value}"
+            )
+        return value
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            raise ValueError(bad)
+        if not math.isfinite(value):
+            raise ValueError(f"parameter {key} of {env!r} must be finite, got {value!r}")
+        return float(value)
+    if kind is str and not isinstance(value, str):
+        raise ValueError(bad)
+    return value
+
+
+_TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}

@@ -12,7 +12,7 @@ from typing import Any
 
 from jaxrl_fdg.config.resolve import Resolved, check_values
 from jaxrl_fdg.config.schema import TrainConfig
-from jaxrl_fdg.config.values import coerce
+from jaxrl_fdg.config.values import check_size, coerce
 from jaxrl_fdg.errors import ConfigError
 
 _TOP_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -131,6 +131,7 @@ def load(path: str | Path) -> dict[str, Any]:
         ) from None
     if data is None:  # an empty YAML file: no settings at all
         return {}
+    check_size(f"config file {str(path)!r}", data)
     if not isinstance(data, dict):
         raise ConfigError(
             f"config file {str(path)!r} must hold a table of settings, got {type(data).__name__}"

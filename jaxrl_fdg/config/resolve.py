@@ -17,7 +17,7 @@ from jaxrl_fdg import envs, plugins, policies, tuning, validate
 from jaxrl_fdg.config import loggers
 from jaxrl_fdg.config.schema import TrainConfig
 from jaxrl_fdg.config.sweeps import Lane, lanes, split_sweep
-from jaxrl_fdg.config.values import make_hparams
+from jaxrl_fdg.config.values import check_size, make_hparams
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.lagged import POLICY_LAGS
@@ -67,6 +67,11 @@ def resolve(config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None) -
     functions that take either resolve once."""
     if isinstance(config, Resolved):
         return config
+    if not isinstance(config, TrainConfig):
+        raise ConfigError(
+            f"a run takes a TrainConfig, got {type(config).__name__} {_shown(config)} "
+            "(TrainConfig(algo='ppo', ...), or config.from_mapping(a_dict) for a mapping)"
+        )
     spec = spec if spec is not None else algorithms.get(config.algo)
     config = config.with_defaults(spec.defaults)
     # A reference to a file is recorded absolute, so the run folder finds the code from anywhere.
@@ -168,6 +173,11 @@ def auto_placements(config: TrainConfig, spec: AlgorithmSpec | None = None) -> d
     return resolve(config.replace(placement=policies.AUTO_PLACEMENT), spec).candidates
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_values(
     config: TrainConfig, spec: AlgorithmSpec | None = None
 ) -> tuple[AlgorithmSpec, Any]:
@@ -177,6 +187,10 @@ def check_values(
     defaults fill them in."""
     spec = spec if spec is not None else algorithms.get(config.algo)
     config = config.with_defaults(spec.defaults)
+    for name in ("env_options", "hparams"):  # bounded before anything copies them
+        if not isinstance(getattr(config, name), Mapping):
+            raise ConfigError(f"{name} must be a mapping, got {getattr(config, name)!r}")
+        check_size(name, getattr(config, name))
     try:
         envs.check_name(config.env)
     except ValueError as e:  # an unknown name or prefix, a missing optional package

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from jaxrl_fdg.config import loggers
 
 AUTO_BOUNDARIES = 25
@@ -301,6 +303,13 @@ class TrainConfig:
         "folder's files: comma list of tensorboard, wandb; or none",
         computed=False,
     )
+
+    def __post_init__(self) -> None:
+        # numpy's scalars (np.int64(4) from a grid, np.float32 from a computation) as Python's.
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, np.generic):
+                object.__setattr__(self, field.name, value.item())
 
     def with_defaults(self, defaults: Mapping[str, Any] = RUN_DEFAULTS) -> TrainConfig:
         """This config with every unset run setting taken from ``defaults`` (an algorithm's),

@@ -94,4 +94,27 @@ def coerce(name: str, value: Any, annotation: Any) -> Any:
     return value
 
 
+VALUES_MAX = 10_000  # values a configuration may hold, every alias and repeat counted
+
+
+def check_size(name: str, value: Any, limit: int = VALUES_MAX) -> None:
+    """Refuse ``value`` if it holds more than ``limit`` values counted as a copy of it would
+    hold them: a YAML alias repeated in itself (a few hundred bytes that expand to billions of
+    values) is refused after ``limit`` steps, before anything copies it."""
+    seen, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > limit:
+            raise ConfigError(
+                f"{name} holds more than {limit:,} values (counting each use of a YAML alias); "
+                "a configuration this large is refused"
+            )
+        if isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+
+
 # -- files -----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Every placement-specific step is the placement object's (``resolved.placement``)
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxrl_fdg.config import Resolved, TrainConfig, resolve
+from jaxrl_fdg.config import Resolved, TrainConfig, resolve, to_mapping
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.record import Loop
@@ -24,11 +25,13 @@ from jaxrl_fdg.errors import ConfigError, OutOfMemory, warn
 from jaxrl_fdg.policies import AUTO_FUSION, AUTO_PLACEMENT, distributed
 from jaxrl_fdg.policies.fusion import Chunk
 from jaxrl_fdg.profiling import Timings
-from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, startup, video
+from jaxrl_fdg.run import autotune, extension, lanes, loggers, memory, same_run, startup, video
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.build import build_loop, hazards
+from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
 from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_function
+from jaxrl_fdg.run.run_folder import RunFolder
 from jaxrl_fdg.run.session import Session
 from jaxrl_fdg.run.signals import Signals, signal_of
 
@@ -99,6 +102,8 @@ def train(
     before training starts (while compiling, say) stops at once too; either way the summary says
     ``interrupted`` (:mod:`jaxrl_fdg.run.signals`).
     """
+    if not isinstance(config, TrainConfig | Resolved):
+        resolve(config)  # refuses it in one line, naming what it got
     unresolved = config.config if isinstance(config, Resolved) else config
     if unresolved.num_processes > 1:  # connect the processes before JAX starts its backends
         # (and before the handlers: it installs its own)
@@ -126,6 +131,10 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
     config = resolved.config
     if budget_given and (saved is None or config.total_steps != saved.get("total_steps")):
         _warn_of_steps_left_out(config)
+    if resume is not None:
+        done = _already_complete(resolved, Path(resume), print_summary)
+        if done is not None:
+            return done
     chosen = None
     if config.fusion == AUTO_FUSION or config.placement == AUTO_PLACEMENT:
         if resume is not None:
@@ -142,6 +151,51 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
         return _train(resolved, print_summary, resume, signals, chosen)
     finally:
         jax.config.update("jax_debug_nans", debug_nans)
+
+
+def _already_complete(resolved: Resolved, path: Path, say: bool) -> RunResult | None:
+    """The result of the completed run in ``path``, read back without compiling or writing
+    anything (its summary and final checkpoint), or ``None`` where a resume has work left: the
+    summary says otherwise, or its last intact checkpoint or metrics row is short of the
+    budget, or a damaged checkpoint is to be removed."""
+    config = resolved.config
+    if config.num_processes > 1 or resolved.env.on_host:
+        return None
+    try:
+        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict) or summary.get("status") != "completed":
+        return None
+    if summary.get("iterations") != config.num_iterations:
+        return None
+    folder = RunFolder.open(path)
+    folder.lock("train --resume")
+    try:
+        rows = folder.read_metrics()  # a damaged file stops here, as a resume stops
+        if not rows or rows[-1]["iteration"] != config.num_iterations:
+            return None  # rows the resume writes again
+        checkpointer = Checkpointer(path / CHECKPOINTS, config.keep, to_mapping(resolved))
+        try:
+            candidates = checkpointer.candidates()
+            if checkpointer.skipped or not candidates or candidates[0] != config.num_iterations:
+                return None  # training left, or damage the resume repairs
+            same_run.check(path, checkpointer, resolved)  # the same run, or refused
+            loop = build_loop(resolved)
+            like = jax.eval_shape(loop.init, resolved.placement.initial_key(resolved.request))
+            state = checkpointer.restore(like)
+        finally:
+            checkpointer.close()
+    finally:
+        folder.release()
+    if say:
+        print(
+            f"jaxrl-fdg: {str(path)!r} is already complete ({config.num_iterations:,} "
+            f"iterations, {config.num_iterations * config.steps_per_iteration:,} env steps): "
+            "nothing was run or written (--total-steps beyond that extends it)",
+            file=sys.stderr,
+        )
+    return RunResult(state, {}, summary, path)
 
 
 def _warn_of_steps_left_out(config: TrainConfig) -> None:
