@@ -54,6 +54,22 @@ def normalize(text: str) -> str:
     return f"{Path(parts[0]).expanduser().resolve()}:{parts[1]}"
 
 
+def source_file(text: str) -> Path | None:
+    """The file of code a reference names (``algo.py`` of ``algo.py:SPEC``, the module's file of
+    ``pkg.mod:SPEC``, found without importing it), or ``None`` for a plain name or a module that
+    is not there."""
+    parts = split_reference(text)
+    if parts is None:
+        return None
+    if parts[0].endswith(".py"):
+        return Path(parts[0]).expanduser()
+    try:
+        found = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        return None
+    return Path(found.origin) if found is not None and found.origin else None
+
+
 def display_name(text: str) -> str:
     """What a reference names (``SPEC`` of ``pkg.mod:SPEC``, ``Maze-v0`` of
     ``pkg.envs:Maze-v0``); a plain name as it is."""

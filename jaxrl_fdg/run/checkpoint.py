@@ -72,7 +72,7 @@ class Checkpointer:
             )
         self.config = dict(config) if config is not None else None
         self.primary = primary
-        self.versions = versions.current()
+        self.versions = versions.current(self.config)
         self.skipped: list[tuple[int, str]] = []  # what the last restore passed over, and why
         self._failed = False
         # Saving blocks until the checkpoint is on disk either way (``save``); orbax's
@@ -164,6 +164,14 @@ class Checkpointer:
         self.skipped = []
         target = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, _saveable(like))
         for step in self.candidates(iteration):
+            unlike = self._unlike(step, target, like)
+            if unlike is not None:
+                raise ConfigError(
+                    f"the checkpoint at iteration {step} holds a state unlike the one this run "
+                    f"makes ({unlike}): its algorithm or environment code changed since it was "
+                    "written; resume with the code it ran, or start a new run"
+                    + versions.note(self.stored_versions(step), self.versions)
+                )
             try:
                 with _quiet_absl():
                     args = self._ocp.args.StandardRestore(target)
@@ -188,6 +196,39 @@ class Checkpointer:
                 + "; ".join(f"{s}: {why}" for s, why in self.skipped)
             )
         raise ConfigError(f"no checkpoint in {str(self.directory)!r}")
+
+    def _unlike(self, step: int, target: dict[str, Any], like: LoopState) -> str | None:
+        """How the arrays stored at ``step`` differ in number, shape or dtype from ``target``
+        (the first one named by its place in the state, and how many differ); ``None`` where
+        they match or the metadata cannot be read (the restore then says what is wrong). Read
+        before restoring: a restore of other shapes fails deep in orbax, whose threads then
+        print pages of tracebacks."""
+        try:
+            with _quiet_absl(), self._ocp.StandardCheckpointer() as reader:
+                stored = reader.metadata(self.directory / str(step) / "default")
+            stored = getattr(stored, "item_metadata", stored)
+            stored = dict(getattr(stored, "tree", stored))
+        except Exception:
+            return None
+        if set(stored) != set(target):
+            return f"{len(stored)} arrays stored, {len(target)} now"
+        paths = [
+            jax.tree_util.keystr(p)
+            for p, _ in jax.tree_util.tree_flatten_with_path(_raw_keys(like))[0]
+        ]
+        differ = []
+        for name, now in target.items():
+            was = stored[name]
+            if tuple(was.shape) != tuple(now.shape) or np.dtype(was.dtype) != np.dtype(now.dtype):
+                where = paths[int(name.rsplit("_", 1)[-1])]
+                differ.append(
+                    f"state{where}: {tuple(was.shape)} {np.dtype(was.dtype)} stored, "
+                    f"{tuple(now.shape)} {np.dtype(now.dtype)} now"
+                )
+        if not differ:
+            return None
+        more = f"; {len(differ) - 1} more arrays differ" if len(differ) > 1 else ""
+        return differ[0] + more
 
     def discard_skipped(self) -> None:
         """Delete the checkpoints the last restore skipped, so that the run saves those

@@ -3,6 +3,7 @@ compiled ahead of time, with keys that depend only on the seed and the iteration
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,7 +19,7 @@ from jaxrl_fdg.core.fragment import EmptyState, call, published
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.profiling import Timings
 from jaxrl_fdg.run import memory
 from jaxrl_fdg.run.build import build_loop
@@ -115,7 +116,9 @@ def evaluate(
     checkpoints = folder.path / CHECKPOINTS
     if not checkpoints.is_dir():
         raise ConfigError(f"run {str(folder.path)!r} has no checkpoints to evaluate")
-    folder.lock("evaluate")  # it writes evaluation.json; a training run rotates checkpoints
+    # It writes evaluation.json, and a training run rotates checkpoints; a folder that cannot be
+    # written to is evaluated all the same (the result is returned and printed, not written).
+    folder.lock("evaluate", read_only=True)
     try:
         return _evaluate(folder, episodes, iteration, spec, video)
     finally:
@@ -170,5 +173,8 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec, video) -> dict[str, 
         path = video.path or folder.path / VIDEOS / f"eval-{done}.{video.format}"
         recorded = record(resolved, loop, state, done, Path(path), video.episodes, video.format)
         result["video"] = recorded["path"]
-    folder.write_json("evaluation.json", result)
+    if os.access(folder.path, os.W_OK):
+        folder.write_json("evaluation.json", result)
+    else:
+        warn(f"{str(folder.path)!r} cannot be written to: evaluation.json is not written")
     return result

@@ -90,10 +90,11 @@ class RunFolder:
         folder.lock("train")
         return folder
 
-    def lock(self, purpose: str) -> None:
-        """Hold the folder's lock until :meth:`release`: one writer at a time."""
+    def lock(self, purpose: str, read_only: bool = False) -> None:
+        """Hold the folder's lock until :meth:`release`: one writer at a time (``read_only``:
+        a folder nobody can write to is read without it)."""
         if self._lock is None:
-            self._lock = FolderLock.acquire(self.path, purpose)
+            self._lock = FolderLock.acquire(self.path, purpose, read_only)
 
     def remove(self) -> None:
         """Delete this folder, which :meth:`create` made and nothing else has written to: a run

@@ -36,9 +36,9 @@ def check(path: Path, checkpointer: Checkpointer, resolved: Resolved) -> None:
     changed_versions = versions.differences(written or {}, checkpointer.versions)
     if changed_versions:
         warn(
-            f"resuming {str(path)!r} under other versions than {source}'s "
-            f"({', '.join(changed_versions)}): the same bits are promised for the same versions "
-            "only"
+            f"resuming {str(path)!r} under other versions or settings than {source}'s "
+            f"({', '.join(changed_versions)}): the same bits are promised for the same versions, "
+            "settings and code only"
         )
     changed = changed_keys(*extension.comparable(saved, current))
     if changed:

@@ -43,8 +43,9 @@ def open_folder(resolved: Resolved, resume: str | Path | None) -> RunFolder | No
         return None
     try:
         if resume is None:
-            folder.write_config(to_mapping(resolved))
-            versions.record(folder, 0, versions.current())
+            mapping = to_mapping(resolved)
+            folder.write_config(mapping)
+            versions.record(folder, 0, versions.current(mapping))
         else:  # a damaged metrics file stops the resume before anything compiles
             folder.read_metrics()
         return folder

@@ -3,7 +3,9 @@ goes on from the newest intact checkpoint, bit for bit, or stops with one line a
 
 import json
 import shutil
+import sys
 import threading
+from pathlib import Path
 
 import jax
 import orbax.checkpoint as ocp
@@ -213,7 +215,7 @@ def test_a_checkpoint_folder_that_cannot_be_made_leaves_no_thread_waiting(refere
 
 def _other_jax(monkeypatch):
     real = versions.current()
-    monkeypatch.setattr(versions, "current", lambda: {**real, "jax": "9.9.9"})
+    monkeypatch.setattr(versions, "current", lambda config=None: {**real, "jax": "9.9.9"})
     return real
 
 
@@ -234,16 +236,92 @@ def test_a_resume_under_other_versions_warns_and_records_them(
     reference, tmp_path, capsys, monkeypatch
 ):
     run = copy_run(reference[0], tmp_path / "r")
+    shutil.rmtree(run / "checkpoints" / "12")  # iterations 9 to 12 run again
     real = _other_jax(monkeypatch)
     assert main(["train", "--resume", str(run), "--no-progress"]) == 0
     err = capsys.readouterr().err
-    assert "under other versions than its checkpoint at iteration 12's (jax " in err
+    assert "under other versions or settings than its checkpoint at iteration 8's (jax " in err
     assert f"jax {real['jax']} -> 9.9.9" in err
     stretches = json.loads((run / "versions.json").read_text())
     assert [(s["from_iteration"], s["versions"]["jax"]) for s in stretches] == [
         (0, real["jax"]),
-        (12, "9.9.9"),
+        (8, "9.9.9"),
     ]
+
+
+def test_a_resume_under_other_xla_flags_warns_and_records_them(
+    reference, tmp_path, capsys, monkeypatch
+):
+    # Found by a probe: XLA_FLAGS=--xla_cpu_enable_fast_math=true on --resume changed the losses
+    # and said nothing. (Set here after XLA started, the flag itself changes nothing computed.)
+    run = copy_run(reference[0], tmp_path / "r")
+    shutil.rmtree(run / "checkpoints" / "12")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    (warning,) = [line for line in capsys.readouterr().err.splitlines() if "settings" in line]
+    assert "(XLA_FLAGS (unset) -> --xla_cpu_enable_fast_math=true)" in warning
+    stretches = json.loads((run / "versions.json").read_text())
+    assert [s["versions"]["XLA_FLAGS"] for s in stretches] == [
+        "",
+        "--xla_cpu_enable_fast_math=true",
+    ]
+    assert stretches[0]["versions"]["jax_threefry_partitionable"] in ("True", "False")
+
+
+def test_a_resume_of_a_completed_run_says_so_and_writes_nothing(reference, tmp_path, capsys):
+    # Found by a probe: it recompiled and overwrote profile.json and the summary's timing with
+    # those of a run of no iteration.
+    run = copy_run(reference[0], tmp_path / "r")
+    before = {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"jaxrl-fdg: {str(run)!r} is already complete (12 iterations, 192 env steps): nothing "
+        "was run or written (--total-steps beyond that extends it)"
+    )
+    assert {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
+    result = rl.train(DQN.replace(out=str(tmp_path), run_name="r"), resume=run)
+    assert_same_state(result.state, reference[1])  # the final checkpoint, read back
+    assert result.summary == json.loads((run / "summary.json").read_text())
+
+
+def _user_algorithm_run(tmp_path: Path) -> tuple[Path, Path]:
+    algo = tmp_path / "algo.py"
+    algo.write_text((Path(__file__).parents[2] / "examples" / "reinforce.py").read_text())
+    argv = ["train", "--algo", f"{algo}:SPEC", "--total-steps", "1024", "--num-envs", "2"]
+    argv += ["--rollout-len", "64", "--checkpoint-every", "512", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path), "--run-name", "r"]) == 0
+    return algo, tmp_path / "r"
+
+
+def _forget_user_modules() -> None:
+    """As a fresh process would: the next run loads the algorithm file as it is now."""
+    for name in [n for n in sys.modules if n.startswith("jaxrl_fdg_user_")]:
+        del sys.modules[name]
+
+
+def test_a_resume_after_the_algorithm_file_changed_warns_or_refuses_in_one_line(tmp_path, capsys):
+    algo, run = _user_algorithm_run(tmp_path)
+    shutil.rmtree(run / "checkpoints" / "8")  # resume from iteration 4
+    # Logic changed, shapes the same: the file's digest, not its path, tells.
+    algo.write_text(algo.read_text().replace("out_scale=0.01", "out_scale=0.02"))
+    _forget_user_modules()
+    capsys.readouterr()
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    (warning,) = [line for line in capsys.readouterr().err.splitlines() if "settings" in line]
+    assert "(algo code algo.py sha256:" in warning and "-> algo.py sha256:" in warning
+    # Shapes changed: one line naming the first array that differs, and the checkpoints kept.
+    shutil.rmtree(run / "checkpoints" / "8")
+    algo.write_text(algo.read_text().replace("hidden_sizes=(64, 64)", "hidden_sizes=(32, 32)"))
+    _forget_user_modules()
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err) and len(err) == 2, err  # the warning, the error
+    assert (
+        "the checkpoint at iteration 4 holds a state unlike the one this run makes (state" in err[1]
+    )
+    assert "(32,) float32 now; " in err[1] and "its algorithm or environment code changed" in err[1]
+    assert sorted(int(p.name) for p in (run / "checkpoints").iterdir()) == [4]
 
 
 def test_a_checkpoint_other_versions_cannot_read_is_refused_and_kept(
