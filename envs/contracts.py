@@ -1,10 +1,12 @@
 """What an environment's first reset must agree with, checked from shapes alone (no data, no
 compile): the observation against ``observation_space``, the action mask against the action
-space. :func:`check_reset` runs before every run builds its graph; ``jaxrl-fdg check-env``
-checks more, on data (:mod:`jaxrl_fdg.envs.check`)."""
+space, and a first step's reward and flags against one value per environment.
+:func:`check_reset` and :func:`check_step` run before every run builds its graph; ``jaxrl-fdg
+check-env`` checks more, on data (:mod:`jaxrl_fdg.envs.check`)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
@@ -47,3 +49,37 @@ def check_reset(env: Environment, params: Any) -> TimeStep:
                 f"got {mask.dtype} {tuple(mask.shape)}"
             )
     return shapes
+
+
+def check_step(env: Environment, params: Any) -> None:
+    """Raise :class:`EnvironmentContractError` where the spaces are empty (``Discrete(0)``, an
+    observation of no values) or a step, traced from shapes alone with an action of the action
+    space, returns a reward, ``terminated`` or ``truncated`` that is not one value per
+    environment (a scalar)."""
+    action_space = env.action_space(params)
+    if isinstance(action_space, spaces.Discrete) and not int(action_space.n) >= 1:
+        raise EnvironmentContractError(
+            f"{env.name}: the action space {spaces.describe(action_space)} has no action "
+            "(Discrete(n) needs n >= 1)"
+        )
+    observation_space = env.observation_space(params)
+    if not any(math.prod(shape) for _, shape in spaces.leaves_shapes(observation_space)):
+        raise EnvironmentContractError(
+            f"{env.name}: the observation space {spaces.describe(observation_space)} holds no "
+            "value: a policy has nothing to observe"
+        )
+    if spaces.is_nested(action_space):  # an action of a nested space: its own adapter's
+        return
+
+    def first_step(key):
+        state, _ = env.reset(key, params)
+        return env.step(key, state, spaces.example(action_space), params)[1]
+
+    timestep = jax.eval_shape(first_step, jax.random.key(0))
+    for name in ("reward", "terminated", "truncated"):
+        shape = tuple(getattr(timestep, name).shape)
+        if shape != ():
+            raise EnvironmentContractError(
+                f"{env.name}: step returns {name} of shape {shape}; it must be one value per "
+                "environment, shape () (a batch of environments is vmapped over step)"
+            )

@@ -14,6 +14,7 @@ The command line reaches algorithms and environments written outside the package
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -21,6 +22,7 @@ import importlib.metadata
 import importlib.util
 import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -77,18 +79,61 @@ def display_name(text: str) -> str:
     return text if parts is None else parts[1]
 
 
+# The files of the user's code that references loaded: an error raised in one of them is the
+# user's, said in one line (:func:`user_error`).
+USER_FILES: set[Path] = set()
+
+
 def import_module(where: str, purpose: str) -> Any:
     """The module ``where`` names (a dotted path, or a ``.py`` file loaded under a name derived
     from its absolute path); a :class:`ConfigError` saying what failed for ``purpose``: the
-    module cannot be found, or its code has a syntax error."""
+    module cannot be found, its code has a syntax error, or running it raised."""
+    source = source_file(where + ":_")
+    if source is not None:  # before it runs: an error raised as it runs is the user's too
+        with contextlib.suppress(OSError):
+            USER_FILES.add(source.resolve())
     try:
         if where.endswith(".py"):
-            return _load_file(Path(where).expanduser().resolve(), purpose)
-        return importlib.import_module(where)
+            module = _load_file(Path(where).expanduser().resolve(), purpose)
+        else:
+            module = importlib.import_module(where)
     except ImportError as e:
         raise ConfigError(f"{purpose}: cannot import module {where!r} ({e})") from None
     except SyntaxError as e:
         raise ConfigError(f"{purpose}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
+    except Exception as e:  # the module's own code raised as it ran
+        raise ConfigError(f"{purpose}: importing {where!r}: {user_error(e) or _said(e)}") from e
+    if getattr(module, "__file__", None):
+        USER_FILES.add(Path(module.__file__).resolve())
+    return module
+
+
+def user_error(error: BaseException) -> str | None:
+    """``"in your code algo.py, line 12, in build: ValueError: ..."`` for an error raised in a
+    file of the user's code (the innermost such frame of its traceback, or of the error it was
+    raised from), else ``None``."""
+    seen = 0
+    while error is not None and seen < 8:
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user(f.filename)]
+        if frames:
+            frame = frames[-1]
+            return f"in your code {frame.filename}, line {frame.lineno}, in {frame.name}: " + (
+                _said(error)
+            )
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def _is_user(filename: str) -> bool:
+    try:
+        return Path(filename).resolve() in USER_FILES
+    except OSError:
+        return False
+
+
+def _said(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
 def _load_file(path: Path, purpose: str) -> Any:

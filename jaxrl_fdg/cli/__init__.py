@@ -37,7 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     written: exiting normally would wait for the device work or the compiles it abandoned."""
     as_command = argv is None
     args = list(sys.argv[1:] if argv is None else argv)
-    return exit_status(lambda: _dispatch(args), as_command)
+    show_traceback = "--traceback" in args
+    args = [a for a in args if a != "--traceback"]
+    return exit_status(lambda: _dispatch(args), as_command, show_traceback)
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -62,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="jaxrl-fdg",
         description="Reinforcement learning in JAX as fragmented dataflow graphs.",
         allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="an error raised in your own algorithm or environment code shows its whole "
+        "traceback (by default: one line naming the file, line and function; any command)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # train and graph parse their own arguments (jaxrl_fdg.cli.train, jaxrl_fdg.cli.graph).

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxrl_fdg import config as cfg
-from jaxrl_fdg import policies
+from jaxrl_fdg import plugins, policies
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.errors import ConfigError, OutOfMemory, one_line
 from jaxrl_fdg.policies import FUSION_MODES
@@ -50,9 +50,11 @@ _TEXT_FLAGS = (
 )
 
 
-def exit_status(command: Callable[[], int], as_command: bool) -> int:
+def exit_status(command: Callable[[], int], as_command: bool, show_traceback: bool = False) -> int:
     """Run ``command`` under the stop signals' handler; returns its exit status, or the status
-    of the error that stopped it, said in one line on stderr.
+    of the error that stopped it, said in one line on stderr. An error raised in the user's
+    own code (an algorithm or environment file a reference loaded) is one line naming the file,
+    line and function, exit 2; ``show_traceback`` (``--traceback``) lets it through whole.
 
     Run as the command itself (``as_command``), a command that a signal stopped at once (a
     second Ctrl-C, a signal while compiling) ends the process here, once its files are written:
@@ -76,6 +78,12 @@ def exit_status(command: Callable[[], int], as_command: bool) -> int:
         where = f": {e.filename}" if e.filename else ""
         say(f"error: {e.strerror or e}{where}")
         return 1
+    except Exception as e:  # the user's code raised: where, in one line; anything else is ours
+        where = None if show_traceback else plugins.user_error(e)
+        if where is None:
+            raise
+        say(f"error {where} (--traceback shows the whole traceback)")
+        return 2
     except KeyboardInterrupt as e:  # a stop signal where the command could not stop cleanly
         signum = signals.signal_of(e)
         print(f"jaxrl-fdg: interrupted ({signal.Signals(signum).name})", file=sys.stderr)

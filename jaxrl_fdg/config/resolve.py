@@ -21,7 +21,7 @@ from jaxrl_fdg.config.values import check_size, make_hparams
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.lagged import POLICY_LAGS
-from jaxrl_fdg.envs.contracts import check_reset
+from jaxrl_fdg.envs.contracts import check_reset, check_step
 from jaxrl_fdg.envs.errors import EnvironmentContractError
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
@@ -131,6 +131,7 @@ def _place(
     else:  # an observation unlike its space is refused here, before anything compiles
         try:
             check_reset(env, env_params)
+            check_step(env, env_params)
         except EnvironmentContractError as e:
             raise ConfigError(str(e)) from None
         spaces = env.observation_space(env_params), env.action_space(env_params)

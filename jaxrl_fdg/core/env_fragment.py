@@ -23,7 +23,9 @@ from jaxrl_fdg.core.names import (
     TERMINATED,
     TRUNCATED,
 )
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.base import ACTION_MASK, NEXT_ACTION_MASK, EpisodeState, TimeStep
+from jaxrl_fdg.errors import ConfigError
 
 if TYPE_CHECKING:
     from jaxrl_fdg.envs.base import Environment
@@ -79,12 +81,32 @@ def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env"
         env_state, timestep = env.reset_batch(key, num_envs, params)
         return env_state, timestep.observation, timestep.info
 
+    action_space = env.action_space(params)
+
     def step_batch(env_state: EpisodeState, action: jax.Array, key: jax.Array):
+        check_action(env.name, action_space, num_envs, action)  # as it traces: shapes only
         return env.step_batch(key, env_state, action, params)
 
     return batched_env_fragment(
         name, num_envs, init, step_batch, info=info_names, masked=env.has_action_mask
     )
+
+
+def check_action(env: str, space: Any, num_envs: int, action: Any) -> None:
+    """Refuse, in one line naming both, an action whose shape is not ``[num_envs, *space.shape]``
+    or whose kind (integer, floating) is not the space's: the actor's output, checked as the
+    environment's step is traced, before XLA would fail on it with a broadcasting error."""
+    if spaces.is_nested(space) or not hasattr(action, "shape"):
+        return
+    expected = (num_envs, *tuple(space.shape))
+    integer = jnp.issubdtype(space.dtype, jnp.integer)
+    kind_ok = jnp.issubdtype(action.dtype, jnp.integer if integer else jnp.floating)
+    if tuple(action.shape) != expected or not kind_ok:
+        raise ConfigError(
+            f"the action reaching {env} is {action.dtype} {tuple(action.shape)}; it takes "
+            f"{'an integer' if integer else 'a float'} array of shape {expected} (num_envs = "
+            f"{num_envs} x {spaces.describe(space)}): look at what writes the edge 'action'"
+        )
 
 
 def batched_env_fragment(

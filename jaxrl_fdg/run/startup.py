@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 
+from jaxrl_fdg import plugins
 from jaxrl_fdg.config import Resolved, to_mapping
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.types import LoopState
@@ -198,13 +199,14 @@ def stopped_before_training(
     error: BaseException,
     signals: Signals,
 ) -> None:
-    """A run that stopped before it trained: bad input (a :class:`ConfigError`) leaves no half
-    folder behind (a fresh one is removed; a resumed one is left as it was); anything else (a
-    stop signal while compiling, a failure) is said in ``summary.json``."""
+    """A run that stopped before it trained: bad input (a :class:`ConfigError`, or an error
+    raised in the user's own code) leaves no half folder behind (a fresh one is removed; a
+    resumed one is left as it was); anything else (a stop signal while compiling, a failure)
+    is said in ``summary.json``."""
     if folder is None:
         return
-    if isinstance(error, ConfigError):
-        if resume is None:
+    if isinstance(error, ConfigError) or plugins.user_error(error) is not None:
+        if resume is None:  # bad input, or the user's code raised: said in one line, no folder
             folder.remove()
         return
     status, extra = "failed", {}
