@@ -112,14 +112,18 @@ def user_error(error: BaseException) -> str | None:
     """``"in your code algo.py, line 12, in build: ValueError: ..."`` for an error raised in a
     file of the user's code (the innermost such frame of its traceback, or of the error it was
     raised from), else ``None``."""
+    where = user_location(error)
+    return None if where is None else f"in your code {where}: {_said(error)}"
+
+
+def user_location(error: BaseException) -> str | None:
+    """``"algo.py, line 12, in build"``: the innermost frame in the user's code that ``error``
+    (or an error it was raised from) passed through, or ``None``."""
     seen = 0
     while error is not None and seen < 8:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user(f.filename)]
         if frames:
-            frame = frames[-1]
-            return f"in your code {frame.filename}, line {frame.lineno}, in {frame.name}: " + (
-                _said(error)
-            )
+            return f"{frames[-1].filename}, line {frames[-1].lineno}, in {frames[-1].name}"
         error, seen = error.__cause__ or error.__context__, seen + 1
     return None
 

@@ -17,6 +17,7 @@ from jaxrl_fdg.cli import common
 from jaxrl_fdg.core import algorithm as algorithms
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.run import signals, train
+from jaxrl_fdg.run.metrics import format_summary
 
 
 def parser(algo: str) -> argparse.ArgumentParser:
@@ -33,6 +34,12 @@ def parser(algo: str) -> argparse.ArgumentParser:
         help="continue the run in this folder from its latest checkpoint, with its own config; "
         "with --total-steps, to that budget (an extension: its schedules keep the horizon they "
         "ran under)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print where the time went at the end (per program, the host's shares; shown "
+        "anyway with --profile sync or trace)",
     )
     common.add_run_flags(parser, spec)
     common.add_hparam_flags(parser, spec)
@@ -58,9 +65,12 @@ def run(argv: list[str]) -> int:
         data, algo = common.read_config(known.config)
         _check_algo_flag(known, algo, data)
     args = parser(known.algo or algo).parse_args(argv)
-    config = common.config_from(args, data, skip=("config", "resume"))
+    verbose = args.verbose
+    config = common.config_from(args, data, skip=("config", "resume", "verbose"))
 
-    result = train(config, print_summary=True, resume=args.resume)
+    result = train(config, resume=args.resume)
+    detail = verbose or config.profile in ("sync", "trace")
+    print(format_summary(result.summary, detail))
     if result.run_dir is not None:
         print(f"run folder: {result.run_dir}")
     if result.summary["status"] == "interrupted":  # stopped by a signal, at a safe point

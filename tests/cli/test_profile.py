@@ -27,7 +27,9 @@ def test_profile_prints_a_column_per_mode(monkeypatch, capsys):
 
     def train(resolved):
         trained.append(resolved.config.fusion)
-        return types.SimpleNamespace(summary={"timing": timing, "steps_per_s": 12345.4})
+        return types.SimpleNamespace(
+            summary={"status": "completed", "timing": timing, "steps_per_s": 12345.4}
+        )
 
     monkeypatch.setattr(profile, "train", train)
     assert main(["profile", "--fusion", "step, scan", "--out", ""]) == 0

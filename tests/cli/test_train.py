@@ -27,6 +27,21 @@ TINY = [
 ]
 
 
+def summary_line(run) -> str:
+    summary = json.loads((run / "summary.json").read_text())
+    return (
+        f"completed: {summary['env_steps']:,} env steps in {summary['run_s']:.2f} s "
+        f"(+{summary['compile_s']:.2f} s compile)"
+    )
+
+
+def test_verbose_adds_where_the_time_went(tmp_path, capsys):
+    argv = ["train", *TINY, "--out", str(tmp_path), "--run-name", "v", "--verbose"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "where the time went (profile: host)" in out and "waiting on the device" in out
+
+
 def test_unknown_flag_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["train", "--num-env", "4"])
@@ -39,7 +54,10 @@ def test_train_writes_a_run_folder_that_reruns_identically(tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "env steps" in out and "final return" in out and "waiting on the device" in out
+    # What a person reads: how it ended, the return, the folder; the timing table on request.
+    assert out.splitlines()[0] == summary_line(tmp_path / "a" / "first")
+    assert "final return" in out and "waiting on the device" not in out
+    assert out.rstrip().endswith(f"run folder: {tmp_path / 'a' / 'first'}")
     run = tmp_path / "a" / "first"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["env_steps"] == 48
@@ -116,7 +134,9 @@ def train_calls(monkeypatch):
 
     def fake_train(config, **_):
         calls.append(config)
-        return types.SimpleNamespace(run_dir=None, summary={"status": "completed"})
+        summary = {"status": "completed", "env_steps": 0, "run_s": 0.0, "compile_s": 0.0}
+        summary.update(final_return=None, steps_per_s=None)
+        return types.SimpleNamespace(run_dir=None, summary=summary)
 
     monkeypatch.setattr(train_command, "train", fake_train)
     return calls

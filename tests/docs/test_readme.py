@@ -110,6 +110,33 @@ def test_every_flag_in_the_docs_exists(tmp_path, monkeypatch):
             assert not unknown, f"{page.relative_to(ROOT)}: jaxrl-fdg {' '.join(args)}: {unknown}"
 
 
+def test_documented_budgets_are_whole_iterations_within_a_percent():
+    """Every ``jaxrl-fdg train`` a page shows with ``--total-steps`` runs the budget it gives,
+    within the 1% a run rounds down without a warning: no page's command prints one."""
+    from jaxrl_fdg.cli import common
+    from jaxrl_fdg.cli import train as train_command
+    from jaxrl_fdg.core import algorithm as algorithms
+    from jaxrl_fdg.run import runner
+
+    checked = 0
+    for page in DOCS:
+        for args in docs_code.jaxrl_fdg_commands(page):
+            if args[:1] != ["train"] or "--total-steps" not in args or "--resume" in args:
+                continue
+            algo = args[args.index("--algo") + 1] if "--algo" in args else "ppo"
+            env = args[args.index("--env") + 1] if "--env" in args else ""
+            if ".py:" in algo + env or "--config" in args:  # a file of the page's own
+                continue
+            parsed = train_command.parser(algo).parse_args(args[1:])
+            config = common.config_from(parsed, {}, skip=("config", "resume", "verbose"))
+            config = config.with_defaults(algorithms.get(algo).defaults)
+            runs = config.num_iterations * config.steps_per_iteration
+            left_out = (config.total_steps - runs) / config.total_steps
+            assert left_out <= runner.STEPS_LEFT_OUT_QUIETLY, f"{page.name}: {' '.join(args)}"
+            checked += 1
+    assert checked >= 10
+
+
 def test_cheap_readme_commands_run_in_process(capsys):
     """``jaxrl-fdg list`` and ``jaxrl-fdg graph ppo`` as the README shows them; the training
     commands run in the slow tier."""

@@ -87,6 +87,9 @@ def test_total_steps_that_are_not_whole_iterations_say_what_runs(tmp_path, capsy
         "total_steps = 1,000 is not a multiple of num_envs × rollout_len = 512: the run takes 1 "
         "iteration, 512 env steps (give 512 or 1,024 to say which)"
     ) in err
+    # A budget the iterations meet within 1% (100,000 -> 99,840) runs without a word.
+    assert main(["train", "--total-steps", "100000", "--out", str(tmp_path)]) == 2
+    assert "not a multiple" not in capsys.readouterr().err
 
 
 def test_an_algorithms_default_budget_rounds_down_without_a_word(tmp_path, capsys, monkeypatch):

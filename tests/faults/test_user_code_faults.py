@@ -66,6 +66,21 @@ def test_an_algorithm_file_that_raises_is_one_line_naming_where(
     assert not out.exists() or list(out.iterdir()) == []
 
 
+def test_a_bad_cadence_names_the_line_that_declared_it(tmp_path, capsys):
+    algo = _algorithm(
+        tmp_path,
+        "cad",
+        "        init=init,\n",
+        "        init=init,\n        cadence=rl.every(0),\n",
+    )
+    assert main(["train", "--algo", algo, *TINY, "--out", str(tmp_path / "runs")]) == 2
+    line = _line_of(tmp_path, "cad", "rl.every(0)")
+    assert one_line_error(capsys) == (
+        "jaxrl-fdg: error: every() takes a positive integer, got 0 (in your code "
+        f"{tmp_path / 'cad'}.py, line {line}, in build)"
+    )
+
+
 def test_traceback_shows_the_whole_traceback(tmp_path):
     algo = _algorithm(
         tmp_path, "b", "    policy = MLP(", "    raise ValueError('boom')\n    policy = MLP("
