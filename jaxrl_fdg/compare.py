@@ -13,6 +13,7 @@ scores only) optimality gap, each with a 95% stratified bootstrap interval
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -128,11 +129,20 @@ def compare(
 
 
 def final_score(run: plots.Run, metric: str) -> float:
-    """The last value of ``metric`` in ``run``'s rows."""
-    values = [r[metric] for r in run.rows if plots.is_number(r.get(metric))]
-    if not values:
-        raise ConfigError(f"run {str(run.path)!r} has no value of {metric!r} yet")
-    return float(values[-1])
+    """The last finite value of ``metric`` in ``run``'s rows (a NaN or infinite one is passed
+    over, with a warning naming its step)."""
+    values = [r for r in run.rows if plots.is_number(r.get(metric))]
+    finite = [r for r in values if math.isfinite(r[metric])]
+    if values and not math.isfinite(values[-1][metric]):
+        last = values[-1]
+        warn(
+            f"{str(run.path)!r}: {metric} at step {last.get('step', '?')} is {last[metric]}; "
+            "the last finite value is its score"
+        )
+    if not finite:
+        kind = "finite value" if values else "value"
+        raise ConfigError(f"run {str(run.path)!r} has no {kind} of {metric!r} yet")
+    return float(finite[-1][metric])
 
 
 def table(comparison: Comparison) -> str:

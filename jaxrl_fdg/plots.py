@@ -16,6 +16,8 @@ matplotlib is imported when a plot is drawn, never when the library is imported.
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -85,9 +87,10 @@ def plot_runs(
     output: str | Path | None = None,
     ci: str = "std",
 ) -> Path:
-    """Draw ``metric`` against ``x`` for the runs under ``paths``, one curve per group of seeds,
-    and save it to ``output`` (default: :data:`DEFAULT_OUTPUT` in the run folder when there is
-    one run, in the current directory otherwise). ``ci`` is the band: ``std`` (mean ± 1 standard
+    """Draw ``metric`` against ``x`` for the runs under ``paths``, one curve per group of seeds
+    (a panel per environment), and save it to ``output`` (default: :data:`DEFAULT_OUTPUT` in the
+    run folder when there is one run, else in the folder the paths share, ``runs/`` for
+    ``plot runs``). ``ci`` is the band: ``std`` (mean ± 1 standard
     deviation) or ``iqm`` (the IQM and its 95% bootstrap interval). Returns the file written."""
     if ci not in CI_KINDS:
         raise ConfigError(f"unknown band {ci!r} (valid: {', '.join(CI_KINDS)})")
@@ -95,7 +98,7 @@ def plot_runs(
     check_column(runs, metric)
     check_column(runs, x, "x-axis column")
     if output is None:
-        output = (runs[0].path if len(runs) == 1 else Path.cwd()) / DEFAULT_OUTPUT
+        output = _folder_of(paths, runs) / DEFAULT_OUTPUT
     output = check_image_path(Path(output))
     curves = [(group, band(group.runs, metric, x, ci)) for group in group_runs(runs)]
     curves = [(group, c) for group, c in curves if len(c.x)]
@@ -265,14 +268,14 @@ def group_runs(runs: Sequence[Run]) -> list[Group]:
 
 def _one_per_seed(runs: list[Run]) -> list[Run]:
     """Runs of one experiment with the same seed compute the same thing: one replicate, not
-    several (a copied folder, a run made again). The one with the most rows counts; a warning
-    names the others."""
+    several (a copied folder, a run made again). The one with the most rows whose values are all
+    finite counts (a copy holding NaN loses to a good one); a warning names the others."""
     by_seed: dict[Any, list[Run]] = {}
     for run in runs:
         by_seed.setdefault(_freeze(run.config.get("seed")), []).append(run)
     kept = []
     for seed, same in by_seed.items():
-        best = max(same, key=lambda run: len(run.rows))
+        best = max(same, key=_finite_rows)
         kept.append(best)
         others = [str(run.path) for run in same if run is not best]
         if others:
@@ -283,14 +286,20 @@ def _one_per_seed(runs: list[Run]) -> list[Run]:
     return kept
 
 
-def short_labels(groups: Sequence[Group]) -> list[str]:
+def _finite_rows(run: Run) -> int:
+    return sum(all(not is_number(v) or math.isfinite(v) for v in row.values()) for row in run.rows)
+
+
+def short_labels(groups: Sequence[Group], skip: Sequence[str] = ()) -> list[str]:
     """Each group's shortest label that still tells it apart: the fewest of the settings that
     differ between groups, in order (``algo=ppo`` rather than every hyperparameter in which PPO
-    and A2C differ); ``all runs`` for a single group."""
+    and A2C differ), leaving out the settings in ``skip`` (what a panel's title says already);
+    ``all runs`` for a single group."""
     if len(groups) < 2:
         return [group.label or "all runs" for group in groups]
-    for n in range(1, max(len(group.settings) for group in groups) + 1):
-        labels = [format_settings(group.settings[:n]) for group in groups]
+    settings = [tuple(kv for kv in group.settings if kv[0] not in skip) for group in groups]
+    for n in range(1, max(map(len, settings), default=0) + 1):
+        labels = [format_settings(kept[:n]) for kept in settings]
         if len(set(labels)) == len(labels):
             return labels
     return [group.label for group in groups]
@@ -337,7 +346,13 @@ def _aligned(runs: Sequence[Run], metric: str, x: str) -> tuple[np.ndarray, np.n
     series = []
     for run in runs:
         points = {r[x]: r.get(metric) for r in run.rows if is_number(r.get(x))}
-        points = sorted((float(k), float(v)) for k, v in points.items() if is_number(v))
+        bad = sorted(k for k, v in points.items() if is_number(v) and not math.isfinite(v))
+        if bad:
+            at = ", ".join(map(_format, bad[:5])) + (" and more" if len(bad) > 5 else "")
+            warn(f"{str(run.path)!r}: {metric} is NaN or infinite at {x} {at}; left out")
+        points = sorted(
+            (float(k), float(v)) for k, v in points.items() if is_number(v) and math.isfinite(v)
+        )
         if points:
             series.append(np.asarray(points).T)
     if not series:
@@ -354,22 +369,44 @@ def _draw(curves: list[tuple[Group, Band]], metric: str, x: str, title: str, pat
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    # One panel per environment: returns of CartPole and Pendulum share no scale.
+    panels: dict[str, list[tuple[Group, Band]]] = {}
+    for group, band_ in curves:
+        panels.setdefault(_env_of(group), []).append((group, band_))
+    faceted = len(panels) > 1
+    fig = Figure(figsize=(7 if not faceted else 5 * len(panels), 4.5), layout="constrained")
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    labels = short_labels([group for group, _ in curves]) if len(curves) > 1 else [""]
-    for (_, c), name in zip(curves, labels, strict=True):
-        seeds = f"{c.seeds.max()} seed{'s' if c.seeds.max() > 1 else ''}"
-        label = f"{name} ({seeds})" if name else seeds
-        (line,) = ax.plot(c.x, c.center, label=label)
-        ax.fill_between(c.x, c.low, c.high, color=line.get_color(), alpha=0.2, linewidth=0)
-    ax.set_xlabel(x)
-    ax.set_ylabel(metric)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (env, members) in zip(axes, panels.items(), strict=True):
+        groups = [group for group, _ in members]
+        labels = (
+            short_labels(groups, skip=("env",) if faceted else ()) if len(members) > 1 else [""]
+        )
+        for (_, c), name in zip(members, labels, strict=True):
+            seeds = f"{c.seeds.max()} seed{'s' if c.seeds.max() > 1 else ''}"
+            label = f"{name} ({seeds})" if name else seeds
+            (line,) = ax.plot(c.x, c.center, label=label)
+            ax.fill_between(c.x, c.low, c.high, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_xlabel(x)
+        ax.set_ylabel(metric)
+        ax.set_title(plugins.display_name(env) if faceted else title)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    if faceted:
+        fig.suptitle(title)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
+
+
+def _env_of(group: Group) -> str:
+    return str(group.runs[0].config.get("env", ""))
+
+
+def _folder_of(paths: Sequence[str | Path], runs: Sequence[Run]) -> Path:
+    """Where a plot goes by default: the run folder of one run, else the folder the paths given
+    share (``plot runs`` draws into ``runs/``)."""
+    shared = Path(os.path.commonpath([Path(p).resolve() for p in paths]))
+    return runs[0].path if len(runs) == 1 else shared
 
 
 def _title(runs: Sequence[Run], ci: str, seeds: int) -> str:

@@ -52,13 +52,95 @@ _LONGEST_FIRST = (
 # minutes and share the machine with the other worker, after 25.
 SLOW_TIMEOUT_S = 1500
 
+# The tiers (docs/contributing.md). `python -m pytest` (the README's command) runs the default
+# tier: the core contracts (fusion modes and placements computing the same bits, checkpoints and
+# resumes, faults and bad input, the command line, every algorithm's updates), about 9 minutes
+# cold on 2 cores. `-m quick` runs the part of it below, about 2 minutes. `-m full` runs these
+# files, which CI runs after it with the slow tier (`-m "full or slow"`): the adapters of other
+# suites, check-env, videos, populations, the examples, the multi-device and host placements,
+# and the cross-products of the features above.
+_QUICK = (
+    "tests/config/test_config.py",
+    "tests/cli/test_main.py",
+    "tests/cli/test_train.py",
+    "tests/cli/test_common.py",
+    "tests/core/test_graph.py",
+    "tests/core/test_names.py",
+    "tests/core/test_record.py",
+    "tests/core/test_step.py",
+    "tests/core/test_loop.py",
+    "tests/core/test_env_fragment.py",
+    "tests/envs/test_cartpole.py",
+    "tests/faults/test_input_faults.py",
+    "tests/faults/test_config_faults.py",
+    "tests/fragments/test_losses.py",
+    "tests/fragments/test_layout.py",
+    "tests/fragments/algorithms/test_ppo.py",
+    "tests/policies/test_fusion.py",
+    "tests/run/test_metrics.py",
+    "tests/run/test_session.py",
+    "tests/run/test_lock.py",
+    "tests/docs/test_readme.py",
+    "tests/test_import_graph.py",
+)
+_FULL = (
+    "tests/envs/test_suites.py",
+    "tests/envs/test_check.py",
+    "tests/cli/test_check_env.py",
+    "tests/run/test_video.py",
+    "tests/envs/test_brax_adapter.py",
+    "tests/run/test_brax_checkpoint.py",
+    "tests/envs/test_envpool.py",
+    "tests/envs/test_gymnax.py",
+    "tests/envs/test_batch.py",
+    "tests/envs/test_registry.py",
+    "tests/envs/test_wrappers.py",
+    "tests/envs/test_host.py",
+    "tests/tuning/test_population.py",
+    "tests/run/test_lanes.py",
+    "tests/run/test_autotune.py",
+    "tests/run/test_extension.py",
+    "tests/examples/test_extensions.py",
+    "tests/examples/test_topologies.py",
+    "tests/examples/test_vtrace.py",
+    "tests/core/test_rng.py",
+    "tests/policies/test_actor_learner.py",
+    "tests/policies/test_data_parallel.py",
+    "tests/policies/test_gradient_path.py",
+    "tests/policies/test_replication.py",
+    "tests/policies/test_distributed.py",
+    "tests/policies/test_host_env.py",
+    "tests/policies/test_double_buffer.py",
+    "tests/profiling/test_runner_profile.py",
+    "tests/fragments/test_action_masks.py",
+    "tests/fragments/test_structured_observations.py",
+    "tests/fragments/test_own_networks.py",
+    "tests/fragments/test_privileged_critic.py",
+    "tests/fragments/test_normalization.py",
+    "tests/fragments/algorithms/test_offpolicy_normalization.py",
+    "tests/fragments/algorithms/test_value_torsos.py",
+    "tests/fragments/replay/test_frames.py",
+)
 
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers given here
 def pytest_collection_modifyitems(config, items):
     rank = {path: i for i, path in enumerate(_LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
+    quick, full = set(_QUICK), set(_FULL)
+    root = Path(__file__).parents[1]
+    missing = sorted(p for p in quick | full if not (root / p).is_file())
+    if missing:  # a file renamed or removed would otherwise leave its tier silently
+        raise pytest.UsageError(f"tests/conftest.py names test files that do not exist: {missing}")
     for item in items:
-        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+        path = item.nodeid.split("::")[0]
+        slow = item.get_closest_marker("slow")
+        if slow and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+        if path in full and not slow:
+            item.add_marker(pytest.mark.full)
+        if path in quick and not slow:
+            item.add_marker(pytest.mark.quick)
 
 
 @pytest.fixture

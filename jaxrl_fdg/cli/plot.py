@@ -1,4 +1,5 @@
-"""``jaxrl-fdg plot``: learning curves of run folders, with a band over seeds; or, with
+"""``jaxrl-fdg plot``: learning curves of run folders, with a band over seeds and a panel per
+environment; or, with
 ``--lineage``, one population-based training run's lanes."""
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def add_arguments(plot: argparse.ArgumentParser) -> None:
         "--output",  # its first name, still accepted
         dest="output",
         metavar="FILE",
-        help=f"image file (default: {plots.DEFAULT_OUTPUT} here, or in the run folder of one run)",
+        help=f"image file (default: {plots.DEFAULT_OUTPUT} in the folder the runs given share: "
+        "the run folder of one run, runs/ for `plot runs`)",
     )
     plot.add_argument(
         "--lineage",

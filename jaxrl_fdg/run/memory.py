@@ -13,6 +13,7 @@ report; the prediction is the defence there.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import jax
 
 from jaxrl_fdg.config import Resolved
 from jaxrl_fdg.core.types import LoopState
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.errors import ConfigError
 
 
@@ -173,8 +175,36 @@ def advice(resolved: Resolved, state: Any = None) -> str:
     if buffer is not None:
         replay = state is not None and _largest_fragment(state) == "replay"
         settings.insert(0 if replay else len(settings), ("buffer_size", buffer))
-    named = [f"{name} ({value:,})" for name, value in settings]
+    network = _network_setting(resolved)
+    if network is not None:  # first where the parameters outweigh the rollout's data
+        settings.insert(0 if network[2] > _rollout_bytes(resolved) else len(settings), network[:2])
+    named = [f"{name} ({_shown(value)})" for name, value in settings]
     return f"reduce {', '.join(named[:-1])} or {named[-1]}" if len(named) > 1 else named[0]
+
+
+def _network_setting(resolved: Resolved) -> tuple[str, Any, int] | None:
+    """``(name, value, bytes)`` of the hyperparameter that sizes the networks (``hidden_sizes``)
+    and about what its parameters and their optimiser moments take: 3 copies of float32
+    weights between consecutive layers."""
+    sizes = getattr(resolved.hparams, "hidden_sizes", None)
+    if not isinstance(sizes, tuple | list) or not all(isinstance(n, int) for n in sizes):
+        return None
+    weights = sum(a * b for a, b in zip(sizes, sizes[1:], strict=False)) + sum(sizes)
+    return "hidden_sizes", tuple(sizes), 3 * 4 * weights
+
+
+def _rollout_bytes(resolved: Resolved) -> int:
+    config = resolved.config
+    observation = sum(
+        math.prod(shape) for _, shape in spaces.leaves_shapes(resolved.context.observation_space)
+    )
+    return 4 * config.num_envs * config.rollout_len * max(1, observation) * len(resolved.lanes)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ", ".join(f"{v:,}" for v in value)
+    return f"{value:,}"
 
 
 def _largest_fragment(state: Any) -> str:

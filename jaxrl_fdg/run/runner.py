@@ -8,6 +8,7 @@ Every placement-specific step is the placement object's (``resolved.placement``)
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -110,8 +111,25 @@ def train(
         distributed.initialize_for(
             unresolved.num_processes, unresolved.process_id, unresolved.coordinator
         )
+    check_backend()
     with Signals() as signals:
         return _resolve_and_train(config, spec, print_summary, resume, signals)
+
+
+def check_backend() -> None:
+    """Start JAX's backend, or say in one line why it cannot: ``JAX_PLATFORMS=cuda`` on a
+    machine without CUDA fails inside JAX with a bare ``AssertionError``."""
+    try:
+        jax.devices()
+    except Exception as e:
+        asked = os.environ.get("JAX_PLATFORMS") or jax.config.jax_platforms
+        detail = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise ConfigError(
+            "JAX cannot start its backend"
+            + (f" for JAX_PLATFORMS={asked!r}" if asked else "")
+            + f" ({detail}): is that platform installed here? Unset JAX_PLATFORMS to use what "
+            "this machine has; NVIDIA GPUs need pip install -e '.[cuda]'"
+        ) from None
 
 
 def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) -> RunResult:

@@ -73,3 +73,29 @@ def changed_keys(saved: dict, current: dict, prefix: str = "") -> list[tuple[str
 
 def _normal(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
+
+
+def record_settings(path: Path, resolved: Resolved) -> list[str]:
+    """Write the settings that change nothing computed (``--keep``, ``--eval-every``,
+    ``--checkpoint-every``, ``--profile``, ...) that this resume runs under into the run's
+    ``config.toml`` (and each lane's) where they differ from what it records; return their
+    names. The budget is :func:`~jaxrl_fdg.run.extension.record`'s."""
+    from jaxrl_fdg.run.run_folder import RunFolder
+
+    current = to_mapping(resolved)  # an unset setting is left out, as in config.toml
+    names = [k for k in NOT_COMPUTED if k not in ("out", "run_name")]
+    lanes = [path / lane.name for lane in resolved.lanes] if len(resolved.lanes) > 1 else []
+    changed: list[str] = []
+    for folder in [path, *lanes]:
+        saved = extension.recorded(folder)
+        if saved is None:
+            continue
+        differ = [k for k in names if saved.get(k) != current.get(k)]
+        if differ:
+            saved.update({k: current[k] for k in differ if k in current})
+            for k in differ:
+                if k not in current:
+                    del saved[k]
+            RunFolder(folder).write_config(saved)
+            changed = changed or differ
+    return changed

@@ -131,6 +131,7 @@ def start(
             rows = folder.truncate_metrics(iterations_done(state))
             versions.record(folder, iterations_done(state), checkpointer.versions)
             extension.record(folder.path, resolved, iterations_done(state))
+            same_run.record_settings(folder.path, resolved)
     if not from_shapes:
         with sweep_errors(resolved), memory_errors(resolved):
             plan.compile(state, extra)

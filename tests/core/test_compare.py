@@ -2,6 +2,7 @@
 runner lays them out: the per-seed folders of a ``--num-seeds`` run and the lanes of a sweep."""
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,25 @@ def test_a_run_without_a_value_is_named(tmp_path, capsys):
     _write(tmp_path / "r", [None, None])
     assert main(["compare", str(tmp_path / "r")]) == 2
     assert "has no value of 'eval_return' yet" in capsys.readouterr().err
+
+
+def test_nan_and_infinite_values_are_left_out_with_a_warning(tmp_path, capsys):
+    # Found by a probe: plot printed numpy's warnings, and compare kept a copy of a run whose
+    # last value was NaN over the identical good run.
+    _write(tmp_path / "runs" / "good", [100.0, 200.0])
+    _write(tmp_path / "runs" / "copy", [100.0, float("nan")])
+    _write(tmp_path / "other" / "r", [float("inf"), 50.0], seed=1)
+    (result,) = compare.compare([tmp_path / "runs", tmp_path / "other"]).groups
+    assert sorted(float(v) for v in result.strata["CartPole-v1"]) == [50.0, 200.0]
+    err = capsys.readouterr().err
+    good, copy = tmp_path / "runs" / "good", tmp_path / "runs" / "copy"
+    assert f"{copy} and {str(good)!r} are one experiment with seed 0: counted once" in err
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # numpy's "invalid value" would raise
+        plots.plot_runs([tmp_path / "other"], metric="eval_return")
+    assert "eval_return is NaN or infinite at step 16; left out" in (
+        capsys.readouterr().err
+    )
 
 
 def test_plot_iqm_band_is_the_bootstrap_interval_at_each_step(runs, tmp_path):

@@ -82,6 +82,28 @@ def test_seeds_are_averaged_on_the_union_of_their_steps():
     np.testing.assert_array_equal(curve.seeds, [3, 3, 2])
 
 
+def test_runs_of_several_environments_get_a_panel_each(tmp_path, monkeypatch, no_tensorboard):
+    # Found by a probe: CartPole's and Pendulum's returns were drawn on one axis.
+    runs = tmp_path / "runs"
+    for env, scale in (("CartPole-v1", 100.0), ("Pendulum-v1", -1000.0)):
+        for algo in ("ppo", "a2c"):
+            _write_run(runs, f"{algo}-{env}", [None, scale, 2 * scale], env=env, algo=algo)
+    drawn = {}
+    real = plots._draw
+
+    def spy(curves, metric, x, title, path):
+        drawn["panels"] = [plots._env_of(group) for group, _ in curves]
+        return real(curves, metric, x, title, path)
+
+    monkeypatch.setattr(plots, "_draw", spy)
+    output = plots.plot_runs([runs])
+    assert output == runs / "learning_curve.png" and output.is_file()
+    assert sorted(set(drawn["panels"])) == ["CartPole-v1", "Pendulum-v1"]
+    groups = plots.group_runs(plots.find_runs([runs]))
+    cartpole = [g for g in groups if plots._env_of(g) == "CartPole-v1"]
+    assert plots.short_labels(cartpole, skip=("env",)) == ["algo=a2c", "algo=ppo"]
+
+
 def test_plot_two_groups_of_two_seeds(tmp_path, monkeypatch, no_tensorboard):
     runs = tmp_path / "runs"
     for fusion in ("scan", "step"):
@@ -90,9 +112,10 @@ def test_plot_two_groups_of_two_seeds(tmp_path, monkeypatch, no_tensorboard):
             _write_run(runs, f"{fusion}-s{seed}", returns, fusion=fusion, seed=seed)
     output = plots.plot_runs([runs], output=tmp_path / "out" / "curve.png")
     assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    monkeypatch.chdir(tmp_path)  # several runs: the default output is in the current directory
+    monkeypatch.chdir(tmp_path)  # several runs: the default output is in the folder they share
     several = plots.plot_runs([runs / "scan-s0", runs / "step-s1"])
-    assert several == Path.cwd() / "learning_curve.png" and several.is_file()
+    assert several == runs / "learning_curve.png" and several.is_file()
+    assert not (tmp_path / "learning_curve.png").exists()
     one = plots.plot_runs([runs / "scan-s0"], metric="loss")  # one run: next to its files
     assert len(plots.find_runs([runs, runs / "scan-s0"])) == 4  # named twice, counted once
     assert one == runs / "scan-s0" / "learning_curve.png" and one.is_file()

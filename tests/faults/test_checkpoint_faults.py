@@ -5,6 +5,7 @@ import json
 import shutil
 import sys
 import threading
+import tomllib
 from pathlib import Path
 
 import jax
@@ -283,6 +284,18 @@ def test_a_resume_of_a_completed_run_says_so_and_writes_nothing(reference, tmp_p
     result = rl.train(DQN.replace(out=str(tmp_path), run_name="r"), resume=run)
     assert_same_state(result.state, reference[1])  # the final checkpoint, read back
     assert result.summary == json.loads((run / "summary.json").read_text())
+
+
+def test_settings_given_on_resume_are_recorded_in_config_toml(reference, tmp_path):
+    # Found by a probe: --keep, --eval-every and --checkpoint-every took effect on resume, and
+    # config.toml kept the old values.
+    run = copy_run(reference[0], tmp_path / "r")
+    shutil.rmtree(run / "checkpoints" / "12")
+    flags = ["--keep", "5", "--checkpoint-every", "32", "--profile", "off", "--no-progress"]
+    assert main(["train", "--resume", str(run), *flags]) == 0
+    recorded = tomllib.loads((run / "config.toml").read_text())
+    assert (recorded["keep"], recorded["checkpoint_every"], recorded["profile"]) == (5, 32, "off")
+    assert sorted(int(p.name) for p in (run / "checkpoints").iterdir()) == [4, 8, 10, 12]
 
 
 def _user_algorithm_run(tmp_path: Path) -> tuple[Path, Path]:

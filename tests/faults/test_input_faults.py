@@ -107,6 +107,8 @@ def test_an_algorithms_default_budget_rounds_down_without_a_word(tmp_path, capsy
     [
         (["--num-seeds", "2"], "with a configuration other than its checkpoint at iteration 12's"),
         (["--algo", "ppo"], "was trained with --algo dqn; a resumed run keeps its algorithm"),
+        (["--out", "elsewhere"], "--out and --run-name name a new run's folder (leave them out"),
+        (["--run-name", "other"], "--out and --run-name name a new run's folder (leave them out"),
     ],
 )
 def test_a_resume_with_flags_it_cannot_take_names_them(flags, message, reference, tmp_path, capsys):

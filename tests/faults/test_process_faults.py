@@ -171,3 +171,57 @@ def test_debug_nans_on_a_real_nan_names_the_op_in_every_compiled_mode(fusion, tm
     assert "non-finite value: invalid value (nan) encountered in" in err
     assert "fragment 'learner'" in err and "losses.py:" in err
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["status"] == "non-finite"
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_process_waiting_for_its_peers_stops_on_a_signal_within_seconds(signum, tmp_path):
+    # Found by a probe: process 0 of two, its peer never started, ignored INT, TERM and HUP for
+    # the five minutes JAX waits for peers, then aborted with a C++ stack.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "jaxrl_fdg", "train", "--placement", "data_parallel"]
+    argv += ["--devices", "4", "--num-processes", "2", "--process-id", "0", "--coordinator"]
+    argv += [f"127.0.0.1:{port}", "--num-envs", "8", "--rollout-len", "8", "--no-progress"]
+    argv += ["--out", str(tmp_path / "runs")]
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(port):  # process 0 hosts the coordinator: it is waiting now
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+        stopped = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum, err.decode()[-2000:]
+    assert stopped < 10, stopped
+    assert f"jaxrl-fdg: interrupted ({signal.Signals(signum).name})" in err.decode()
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_platform_jax_cannot_start_is_one_line(tmp_path):
+    # Found by a probe: JAX_PLATFORMS=cuda on a machine without CUDA was a bare AssertionError.
+    argv = [sys.executable, "-m", "jaxrl_fdg", "train", "--total-steps", "512", "--no-progress"]
+    argv += ["--out", str(tmp_path / "runs")]
+    env = {**os.environ, "JAX_PLATFORMS": "cuda"}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode == 0:  # a machine with CUDA: nothing to refuse
+        pytest.skip("this machine has CUDA")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("jaxrl-fdg: error: JAX cannot start its backend for ")
+    assert "JAX_PLATFORMS='cuda'" in proc.stderr
+    assert not (tmp_path / "runs").exists()

@@ -83,9 +83,9 @@ def test_other_versions_are_a_warning_and_the_same_run_goes_on(tmp_path, capsys)
     checkpoints = Checkpoints({2: (CURRENT, {"jax": "0.0.1"})}, now={"jax": "0.0.2"})
     same_run.check(tmp_path, checkpoints, RESOLVED)
     assert capsys.readouterr().err == (
-        f"jaxrl-fdg: warning: resuming {str(tmp_path)!r} under other versions than its "
-        "checkpoint at iteration 2's (jax 0.0.1 -> 0.0.2): the same bits are promised for the "
-        "same versions only\n"
+        f"jaxrl-fdg: warning: resuming {str(tmp_path)!r} under other versions or settings than "
+        "its checkpoint at iteration 2's (jax 0.0.1 -> 0.0.2): the same bits are promised for "
+        "the same versions, settings and code only\n"
     )
 
 

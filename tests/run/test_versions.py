@@ -12,9 +12,23 @@ from jaxrl_fdg.run.run_folder import RunFolder
 
 def test_current_names_every_package_python_and_the_device():
     now = versions.current()
-    assert set(now) == {*versions.PACKAGES, "python", "device"}
+    assert set(now) == {*versions.PACKAGES, "python", "device", *versions.BIT_SETTINGS, "XLA_FLAGS"}
     assert now["jax"] == jax.__version__
     assert now["device"].startswith(f"{jax.devices()[0].platform}: ")
+    assert now["jax_enable_x64"] == str(jax.config.jax_enable_x64)
+
+
+def test_the_users_code_is_recorded_by_the_digest_of_its_content(tmp_path):
+    algo = tmp_path / "algo.py"
+    algo.write_text("SPEC = None\n")
+    first = versions.current({"algo": f"{algo}:SPEC", "env": "CartPole-v1"})
+    assert first["algo code"].startswith("algo.py sha256:") and "env code" not in first
+    moved = tmp_path / "moved.py"
+    moved.write_text("SPEC = None\n")  # the same content elsewhere: the same digest
+    same = versions.current({"algo": f"{moved}:SPEC"})["algo code"]
+    assert same.split(" ")[1] == first["algo code"].split(" ")[1]
+    algo.write_text("SPEC = 1\n")
+    assert versions.current({"algo": f"{algo}:SPEC"})["algo code"] != first["algo code"]
 
 
 def test_differences_name_each_changed_entry_the_saved_set_has():
