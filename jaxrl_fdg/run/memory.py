@@ -176,10 +176,14 @@ def advice(resolved: Resolved, state: Any = None) -> str:
         replay = state is not None and _largest_fragment(state) == "replay"
         settings.insert(0 if replay else len(settings), ("buffer_size", buffer))
     network = _network_setting(resolved)
-    if network is not None:  # first where the parameters outweigh the rollout's data
-        settings.insert(0 if network[2] > _rollout_bytes(resolved) else len(settings), network[:2])
+    if network is not None and network[2] > max(NETWORK_NAMED_BYTES, _rollout_bytes(resolved)):
+        settings.insert(0, network[:2])  # the parameters weigh most
     named = [f"{name} ({_shown(value)})" for name, value in settings]
     return f"reduce {', '.join(named[:-1])} or {named[-1]}" if len(named) > 1 else named[0]
+
+
+# Parameters (with their optimiser's moments) below this size are never the setting to reduce.
+NETWORK_NAMED_BYTES = 10**9
 
 
 def _network_setting(resolved: Resolved) -> tuple[str, Any, int] | None:

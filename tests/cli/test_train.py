@@ -42,6 +42,16 @@ def test_verbose_adds_where_the_time_went(tmp_path, capsys):
     assert "where the time went (profile: host)" in out and "waiting on the device" in out
 
 
+def test_a_run_of_several_lanes_says_each_lanes_final_return(tmp_path, capsys):
+    # Found by a probe: a population printed only the lanes' mean, unlabelled.
+    argv = ["train", *TINY, "--num-seeds", "3", "--out", str(tmp_path), "--run-name", "s"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("final return over")]
+    assert line.startswith("final return over 3 lanes (the line above is their mean): best ")
+    assert "(seed-" in line and ", median " in line and ", worst " in line
+
+
 def test_unknown_flag_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["train", "--num-env", "4"])

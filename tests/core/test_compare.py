@@ -121,9 +121,7 @@ def test_nan_and_infinite_values_are_left_out_with_a_warning(tmp_path, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # numpy's "invalid value" would raise
         plots.plot_runs([tmp_path / "other"], metric="eval_return")
-    assert "eval_return is NaN or infinite at step 16; left out" in (
-        capsys.readouterr().err
-    )
+    assert "eval_return is NaN or infinite at step 16; left out" in (capsys.readouterr().err)
 
 
 def test_plot_iqm_band_is_the_bootstrap_interval_at_each_step(runs, tmp_path):

@@ -44,6 +44,15 @@ def test_a_run_too_large_for_memory_is_refused_before_its_folder_is_made(tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
+def test_networks_too_large_for_memory_are_named_first(tmp_path, capsys):
+    # Found by a probe: the refusal advised num_envs and rollout_len.
+    argv = ["train", "--hidden-sizes", "100000,100000", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path), "--run-name", "r"]) == 2
+    err = one_line_error(capsys)
+    assert err.endswith("reduce hidden_sizes (100,000, 100,000), num_envs (4) or rollout_len (128)")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_many_seeds_too_large_for_memory_are_refused_before_any_lane_folder(tmp_path, capsys):
     argv = ["train", "--num-seeds", "100000", "--total-steps", "512000", "--no-progress"]
