@@ -23,7 +23,10 @@ from jaxrl_fdg.cli import main
 from jaxrl_fdg.cli import train as train_command
 from jaxrl_fdg.run import build_loop
 
-FIELDS = [f.name for f in dataclasses.fields(rl.TrainConfig) if f.name != "hparams"]
+FIELDS = [
+    f.name for f in dataclasses.fields(rl.TrainConfig) if f.name not in ("hparams", "env_options")
+]
+ENV_OPTIONS = ["max_steps", "gravity", "euler", "length", "nope"]
 HPARAMS = ["lr", "gamma", "num_minibatches", "update_epochs", "hidden_sizes", "clip_eps", "nope"]
 SETTINGS = settings(
     # A few seconds in CI; benchmarks/soak_faults.py raises it through the environment.
@@ -45,6 +48,10 @@ configs = st.fixed_dictionaries(
     optional={
         **{name: values for name in FIELDS},
         "hparams": st.dictionaries(st.sampled_from(HPARAMS), values, max_size=3),
+        # Environment options of every type: CartPole's own parameters and one it lacks.
+        "env_options": st.one_of(
+            st.dictionaries(st.sampled_from(ENV_OPTIONS), values, max_size=3), values
+        ),
         "bogus": values,
     },
 )
