@@ -78,6 +78,8 @@ def exit_status(command: Callable[[], int], as_command: bool, show_traceback: bo
     except OSError as e:  # a full disk, a permission lost while the run writes its folder
         where = f": {e.filename}" if e.filename else ""
         say(f"error: {e.strerror or e}{where}")
+        if as_command:  # the folder is closed; what is left would only print its own failures
+            _exit_quietly(1)
         return 1
     except Exception as e:  # the user's code raised: where, in one line; anything else is ours
         where = None if show_traceback else plugins.user_error(e)
@@ -93,6 +95,15 @@ def exit_status(command: Callable[[], int], as_command: bool, show_traceback: bo
             sys.stderr.flush()
             os._exit(signals.exit_code(signum))
         return signals.exit_code(signum)
+
+
+def _exit_quietly(code: int) -> None:
+    """End the process now, once its output is out: after a write failed, the threads orbax
+    and tensorstore leave behind, and tensorboardX's exit handler, would each print a
+    traceback of the same full disk (\"Event loop is closed\") as Python shuts down."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def say(message: str) -> None:

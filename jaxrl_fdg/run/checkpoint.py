@@ -23,6 +23,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -64,6 +65,7 @@ class Checkpointer:
         import orbax.checkpoint as ocp  # imported when a run writes or reads checkpoints
 
         self._ocp = ocp
+        _drop_closed_loop_reports()
         self.directory = Path(directory).absolute()
         if self.directory.exists() and not self.directory.is_dir():
             raise ConfigError(
@@ -303,6 +305,33 @@ def _check_manifest(folder: Path) -> str | None:
 def _digest(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _drop_closed_loop_reports() -> None:
+    """Once per process: tensorstore's threads finish the I/O of a checkpoint write that failed
+    (a full disk) after orbax closed the asyncio loop they report to, and each report fails with
+    ``RuntimeError: Event loop is closed``, which C++ prints through ``sys.excepthook``, up to
+    dozens of tracebacks after the one line that says the disk is full. Those, and only those,
+    are dropped."""
+    previous = sys.excepthook
+    if getattr(previous, "_drops_closed_loop", False):
+        return
+
+    def hook(kind, value, traceback_):
+        if kind is RuntimeError and str(value) == "Event loop is closed":
+            return
+        previous(kind, value, traceback_)
+
+    hook._drops_closed_loop = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
+    unraisable = sys.unraisablehook
+
+    def unraisable_hook(report):
+        if report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed":
+            return
+        unraisable(report)
+
+    sys.unraisablehook = unraisable_hook
 
 
 @contextlib.contextmanager

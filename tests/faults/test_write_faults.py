@@ -110,3 +110,39 @@ def test_evaluate_on_a_full_disk_gives_one_line_and_no_stray_file(
     assert "No space left on device" in one_line_error(capsys)
     assert _leftovers(run) == [] and not (run / "evaluation.json").exists()
     assert main(["evaluate", str(run), "--episodes", "2"]) == 0  # the lock went with it
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 32 kB tmpfs, where the run's first checkpoint fills the disk (skipped where this
+    process may not mount one)."""
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=32k", "tmpfs", str(mount)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip("this process cannot mount a tmpfs")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.mark.parametrize("logger", ["none", "tensorboard"])
+def test_a_real_full_disk_is_one_line_and_a_quiet_exit(tiny_disk, logger):
+    # Found by a probe: on a 12-32 kB disk, the line was followed by tensorboardX's exit handler
+    # or up to 42 of orbax's "Event loop is closed" tracebacks, also with --logger none.
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "jaxrl_fdg", "train", "--total-steps", "4096", "--num-envs"]
+    argv += ["4", "--rollout-len", "32", "--checkpoint-every", "512", "--no-progress"]
+    argv += ["--logger", logger, "--out", str(tiny_disk)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr[-3000:]  # one line, and nothing after it
+    assert lines[0].startswith("jaxrl-fdg: error: ") and "No space left on device" in lines[0]
