@@ -24,14 +24,23 @@ from jaxrl_fdg.tuning.search import DISTRIBUTIONS, Distribution, Swept, draw_poi
 
 
 class Lane(NamedTuple):
-    """One of the runs a configuration asks for: its seed and its swept hyperparameters."""
+    """One of the runs a configuration asks for: its seed and its swept hyperparameters, and
+    for a lane of a population its place in it (``index``)."""
 
     seed: int
     point: dict[str, float]
+    index: int | None = None
 
     @property
     def name(self) -> str:
-        """The lane's folder name inside the run folder, e.g. ``lr=0.001-seed-0``."""
+        """The lane's folder name inside the run folder: ``lr=0.001-seed-0`` (its point), or
+        ``lane-3`` in a population, whose lanes leave their starting points as they train
+        (``population.json`` records where each started)."""
+        return self.point_name if self.index is None else f"lane-{self.index}"
+
+    @property
+    def point_name(self) -> str:
+        """``lr=0.001-seed-0``: the lane's starting point and seed."""
         # repr: the shortest text that reads back as the same float, so names never collide.
         return "-".join([*(f"{k}={v!r}" for k, v in self.point.items()), f"seed-{self.seed}"])
 
@@ -46,12 +55,16 @@ def lanes(config: TrainConfig, sweep: Mapping[str, Swept]) -> tuple[Lane, ...]:
     """
     if is_search(sweep):
         draws = draw_points(config.seed, config.num_lanes, sweep)
-        return tuple(Lane(config.seed + i, point) for i, point in enumerate(draws))
-    points = [
-        dict(zip(sweep, values, strict=True)) for values in itertools.product(*sweep.values())
-    ]
-    seeds = range(config.seed, config.seed + config.num_seeds)
-    return tuple(Lane(seed, point) for point in points for seed in seeds)
+        found = [Lane(config.seed + i, point) for i, point in enumerate(draws)]
+    else:
+        points = [
+            dict(zip(sweep, values, strict=True)) for values in itertools.product(*sweep.values())
+        ]
+        seeds = range(config.seed, config.seed + config.num_seeds)
+        found = [Lane(seed, point) for point in points for seed in seeds]
+    if config.pbt_every or config.halving_every:  # a population: lanes named by their place
+        found = [lane._replace(index=i) for i, lane in enumerate(found)]
+    return tuple(found)
 
 
 def parse_distribution(name: str, value: Any) -> Distribution | None:

@@ -105,6 +105,8 @@ def _lane_folders(folder: RunFolder, resolved: Resolved, resume, iteration: int)
     config, folders = resolved.config, []
     for lane in resolved.lanes:
         path = folder.path / lane.name
+        if resume is not None and not path.exists() and (folder.path / lane.point_name).is_dir():
+            path = folder.path / lane.point_name  # a population's folder named before lane-<i>
         if resume is not None and (path / "config.toml").is_file():
             folders.append(RunFolder.open(path))
             folders[-1].truncate_metrics(iteration, quiet=True)

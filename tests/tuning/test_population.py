@@ -3,6 +3,7 @@
 tests/tuning/test_search.py; the settings' checks: tests/tuning/test_settings.py)."""
 
 import csv
+import json
 import re
 import shutil
 
@@ -170,6 +171,13 @@ def test_each_lane_folder_holds_its_lineage(tmp_path):
     rl.train(PPO.replace(out=str(tmp_path), run_name="pbt", log_every=3))
     resolved = resolve(PPO)
     folders = [tmp_path / "pbt" / lane.name for lane in resolved.lanes]
+    # Named by their place (a lane leaves its starting point); population.json says where each
+    # started. Found by a probe: lr=1e-05-seed-0 had ended at lr 1e-3.
+    assert [f.name for f in folders] == [f"lane-{i}" for i in range(len(folders))]
+    started = json.loads((tmp_path / "pbt" / "population.json").read_text())["lanes"]
+    assert [(e["name"], e["point"], e["seed"]) for e in started] == [
+        (lane.name, lane.point, lane.seed) for lane in resolved.lanes
+    ]
     rows = [list(csv.DictReader((f / "metrics.csv").open())) for f in folders]
     # A row at every step at least (the rows would otherwise hide copies).
     assert [int(r["iteration"]) for r in rows[0]] == [2, 4, 6]
