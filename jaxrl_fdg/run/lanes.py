@@ -62,7 +62,9 @@ def open_lanes(
     if folder is None or len(resolved.lanes) == 1:
         return None
     config = resolved.config
-    if config.pbt_every or config.halving_every:
+    if (config.pbt_every or config.halving_every) and not (
+        resume is not None and (folder.path / POPULATION_FILE).is_file()
+    ):  # a resumed population keeps the names its folders were made with
         folder.write_json(POPULATION_FILE, population(resolved))
     tabled = (folder.path / INDEX).is_file()
     if resume is None or not (tabled or (folder.path / resolved.lanes[0].name).is_dir()):

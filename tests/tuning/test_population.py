@@ -232,6 +232,29 @@ def test_a_population_resumes_bit_for_bit(tmp_path):
     testing.assert_same_bits(resumed.state.fragments, full.state.fragments)
 
 
+def test_a_population_named_by_its_points_resumes_in_its_own_folders(tmp_path):
+    # Populations written before their lanes were named lane-<i> keep their folders.
+    config = PPO.replace(out=str(tmp_path), checkpoint_every=32, log_every=2, run_name="old")
+    rl.train(config)
+    run = tmp_path / "old"
+    for lane in resolve(PPO).lanes:
+        (run / lane.name).rename(run / lane.point_name)
+    written = json.loads((run / "population.json").read_text())
+    for entry, lane in zip(written["lanes"], resolve(PPO).lanes, strict=True):
+        entry["name"] = lane.point_name
+    (run / "population.json").write_text(json.dumps(written))
+    for late in [
+        p for p in (run / "checkpoints").iterdir() if p.name.isdigit() and int(p.name) > 2
+    ]:
+        shutil.rmtree(late)
+    rl.train(config, resume=run)
+    assert not any(p.name.startswith("lane-") for p in run.iterdir())
+    for lane in resolve(PPO).lanes:
+        rows = (run / lane.point_name / "metrics.jsonl").read_text().splitlines()
+        assert [json.loads(r)["iteration"] for r in rows] == [2, 4, 6]
+    assert lineage.lineage(run).names == [lane.point_name for lane in resolve(PPO).lanes]
+
+
 def test_a_random_search_lane_equals_its_point_run_alone():
     config = PPO.replace(
         num_seeds=1,
