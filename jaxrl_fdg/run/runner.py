@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -116,9 +117,21 @@ def train(
         return _resolve_and_train(config, spec, print_summary, resume, signals)
 
 
+_XLA_FLAG = re.compile(r"--xla_[a-z0-9_]+(=\S*)?")
+
+
 def check_backend() -> None:
     """Start JAX's backend, or say in one line why it cannot: ``JAX_PLATFORMS=cuda`` on a
-    machine without CUDA fails inside JAX with a bare ``AssertionError``."""
+    machine without CUDA fails inside JAX with a bare ``AssertionError``, and a word in
+    ``XLA_FLAGS`` that is no XLA flag makes XLA abort the process with a C++ stack (checked
+    here by its form, ``--xla_NAME[=VALUE]``; a well-formed name XLA does not know still
+    aborts)."""
+    for word in os.environ.get("XLA_FLAGS", "").split():
+        if not _XLA_FLAG.fullmatch(word):
+            raise ConfigError(
+                f"XLA_FLAGS holds {word!r}, which is no XLA flag (each is --xla_NAME or "
+                "--xla_NAME=VALUE); XLA would stop the process on it"
+            )
     try:
         jax.devices()
     except Exception as e:

@@ -225,3 +225,18 @@ def test_a_platform_jax_cannot_start_is_one_line(tmp_path):
     assert proc.stderr.startswith("jaxrl-fdg: error: JAX cannot start its backend for ")
     assert "JAX_PLATFORMS='cuda'" in proc.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("flags", ["garbage", "--garbage_flag", "--xla_ok=1 -x"])
+def test_xla_flags_that_are_no_flags_are_one_line(flags, tmp_path):
+    # Found by a probe: XLA stopped the process on them with up to 94 lines of C++ stack.
+    argv = [sys.executable, "-m", "jaxrl_fdg", "train", "--total-steps", "512", "--no-progress"]
+    argv += ["--out", str(tmp_path / "runs")]
+    env = {**os.environ, "XLA_FLAGS": flags}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    bad = flags.split()[-1]
+    assert proc.returncode == 2 and proc.stderr == (
+        f"jaxrl-fdg: error: XLA_FLAGS holds {bad!r}, which is no XLA flag (each is --xla_NAME "
+        "or --xla_NAME=VALUE); XLA would stop the process on it\n"
+    )
+    assert not (tmp_path / "runs").exists()
