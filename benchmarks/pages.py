@@ -85,6 +85,9 @@ def stamp(name: str, report: dict) -> str:
     commit = recorded.get("commit") or report.get("commit") or NOT_RECORDED
     if recorded.get("dirty"):
         commit += " (with uncommitted changes)"
+    if recorded.get("source"):  # stamped afterwards from git, not when it was measured
+        date += " (committed; measured before)"
+        commit += " (the commit that wrote the file)"
     return (
         f"`benchmarks/results/{name}` · date: {date} · commit: {commit} · "
         f"device: {_device(report)} · load: {_load(report)}"
@@ -477,8 +480,9 @@ def index() -> str:
         "Every table here is drawn from a file in `benchmarks/results/` when the site is built "
         "(`benchmarks/pages.py`); no figure is typed by hand. Each table names its file and what "
         "that file recorded of the measurement: date, commit, device and load. Files written "
-        'before the benchmarks recorded a date and a commit say so ("not recorded"). The '
-        "command under each heading writes its file again.",
+        "before the benchmarks recorded a date and a commit carry the date and commit of the "
+        'last commit that changed them, marked "committed", and say "not recorded" for the '
+        "load. The command under each heading writes its file again.",
         "",
         "Runs of the same configuration vary by about ±15% on a shared 2-core CPU; compare "
         "figures within one table, and ratios of interleaved runs rather than single rates.",

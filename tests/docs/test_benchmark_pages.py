@@ -49,6 +49,17 @@ def test_a_stamp_shows_what_write_report_records(tmp_path):
     assert pages.NOT_RECORDED not in stamp
 
 
+def test_every_results_file_says_when_and_from_which_commit():
+    # Files measured before the benchmarks stamped themselves carry the commit that wrote them.
+    for path in sorted(pages.RESULTS.glob("*.json")):
+        report = json.loads(path.read_text())
+        recorded = report.get("recorded", {})
+        assert recorded.get("date") and recorded.get("commit"), path.name
+        stamp = pages.stamp(path.name, report)
+        if recorded.get("source"):
+            assert "(committed; measured before)" in stamp, path.name
+
+
 def test_images_the_pages_show_exist():
     shown = {
         line.split("](img/", 1)[1].split(")", 1)[0]
