@@ -178,6 +178,7 @@ def test_every_readme_command_runs(tmp_path):
                 continue
             proc = docs_code.run(argv, tmp_path)
             assert proc.returncode == 0, docs_code.explain(proc)
+            assert "warning" not in proc.stderr, docs_code.explain(proc)  # none for a newcomer
             ran += 1
     assert ran >= 10
 

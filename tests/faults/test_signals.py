@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faultkit import DQN, DQN_FLAGS, assert_same_state, final_checkpoint, rows
+from faultkit import DQN, DQN_FLAGS, assert_same_state, copy_run, final_checkpoint, rows
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.cli import main
@@ -151,6 +151,37 @@ def test_profile_stops_on_a_signal_that_lands_as_a_run_writes_its_summary(
     assert header == ["step"]  # the table has the completed mode alone
     (run,) = tmp_path.iterdir()
     assert _summary(run)["status"] == "completed"
+
+
+# A function each command calls once it is at work (after parsing), and its arguments.
+AT_WORK = {
+    "evaluate": ("jaxrl_fdg.run.evaluation", "evaluation_program", ["evaluate", "{run}"]),
+    "check-env": ("jaxrl_fdg.envs.check", "check_env", ["check-env", "CartPole-v1"]),
+    "graph": ("jaxrl_fdg.cli.graph", "build_loop", ["graph", "dqn"]),
+    "plot": ("jaxrl_fdg.plots", "_draw", ["plot", "{run}", "--out", "{out}/c.png"]),
+    "compare": (
+        "jaxrl_fdg.compare",
+        "draw",
+        ["compare", "{run}", "--metric", "episode_return", "--out", "{out}/c.png"],
+    ),
+    "list": ("jaxrl_fdg.cli.listing", "_algorithms", ["list"]),
+}
+
+
+@pytest.mark.parametrize("command", sorted(AT_WORK))
+def test_a_signal_to_any_command_at_work_ends_it_in_one_line(
+    command, reference, tmp_path, monkeypatch, capsys
+):
+    import importlib
+
+    module, name, argv = AT_WORK[command]
+    run = copy_run(reference[0], tmp_path / "r")
+    _send_on_call(monkeypatch, importlib.import_module(module), name, signal.SIGTERM)
+    argv = [a.format(run=run, out=tmp_path) for a in argv]
+    assert main(argv) == 143
+    assert capsys.readouterr().err.strip() == "jaxrl-fdg: interrupted (SIGTERM)"
+    assert not (run / ".lock").exists() and not (run / "evaluation.json").exists()
+    assert not (tmp_path / "c.png").exists()
 
 
 @pytest.mark.slow
