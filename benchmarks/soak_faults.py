@@ -32,7 +32,7 @@ Faults, drawn at random each round (seeded by ``--seed``):
 A round passes when every command either succeeded or stopped with one line (no traceback), in
 time, and the final state equals the reference's. Then ``tests/faults/test_fuzz.py`` and
 ``tests/faults/test_fuzz_commands.py`` run with ``--fuzz-examples`` examples each. CI's slow tier
-runs it for two minutes with the commit's seed (``tests/faults/test_soak.py``); the default tier
+runs it for a minute with the commit's seed (``tests/faults/test_soak.py``); the default tier
 runs one of each fault.
 """
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MINUTES = 2
+MINUTES = 1
 
 
 def _seed() -> int:
