@@ -168,7 +168,9 @@ def test_resume_through_the_command_line_continues_the_wandb_run(tmp_path, offli
     out = tmp_path / "runs"
     args = ["train", *tiny, "--out", str(out), "--run-name", "r", "--logger", "tensorboard,wandb"]
     assert main(args) == 0
-    assert main(["train", "--resume", str(out / "r"), "--logger", "tensorboard,wandb"]) == 0
+    # Extended past its budget: a resume of a completed run would run (and log) nothing.
+    resume = ["train", "--resume", str(out / "r"), "--total-steps", "96"]
+    assert main([*resume, "--logger", "tensorboard,wandb"]) == 0
     run_id = (out / "r" / loggers.WANDB_ID_FILE).read_text().strip()
     runs = sorted(offline.glob("offline-run-*"))
     assert len(runs) == 2 and all(r.name.endswith(f"-{run_id}") for r in runs)
