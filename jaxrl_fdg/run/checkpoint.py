@@ -15,15 +15,12 @@ whose files disagree with its manifest, or which has none and fails to restore, 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import logging
 import math
 import os
 import re
 import shutil
-import sys
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +32,7 @@ import numpy as np
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError, warn
-from jaxrl_fdg.run import versions
+from jaxrl_fdg.run import quiet, versions
 
 FOLDER = "checkpoints"
 MANIFEST = "jaxrl_fdg_manifest.json"
@@ -65,7 +62,7 @@ class Checkpointer:
         import orbax.checkpoint as ocp  # imported when a run writes or reads checkpoints
 
         self._ocp = ocp
-        _drop_closed_loop_reports()
+        quiet.drop_closed_loop_reports()
         self.directory = Path(directory).absolute()
         if self.directory.exists() and not self.directory.is_dir():
             raise ConfigError(
@@ -95,7 +92,7 @@ class Checkpointer:
         if self.config is not None:
             metadata["config"] = self.config
         try:
-            with _quiet_absl():  # orbax logs each failing thread; one error is reported
+            with quiet.orbax_logs():  # orbax logs each failing thread; one error is reported
                 self._manager.save(iteration, args=args, custom_metadata=metadata)
                 self._manager.wait_until_finished()
         except Exception as e:  # a full disk, a lost permission: orbax's many shapes of it
@@ -128,7 +125,7 @@ class Checkpointer:
         return self._stored(iteration, "versions")
 
     def _stored(self, iteration: int, key: str) -> dict[str, Any] | None:
-        with _quiet_absl():
+        with quiet.orbax_logs():
             try:
                 custom = self._manager.metadata(iteration).custom_metadata
             except Exception:  # an unreadable metadata file: as if none were stored
@@ -175,7 +172,7 @@ class Checkpointer:
                     + versions.note(self.stored_versions(step), self.versions)
                 )
             try:
-                with _quiet_absl():
+                with quiet.orbax_logs():
                     args = self._ocp.args.StandardRestore(target)
                     saved = self._manager.restore(step, args=args)
             except Exception as e:
@@ -206,7 +203,7 @@ class Checkpointer:
         before restoring: a restore of other shapes fails deep in orbax, whose threads then
         print pages of tracebacks."""
         try:
-            with _quiet_absl(), self._ocp.StandardCheckpointer() as reader:
+            with quiet.orbax_logs(), self._ocp.StandardCheckpointer() as reader:
                 stored = reader.metadata(self.directory / str(step) / "default")
             stored = getattr(stored, "item_metadata", stored)
             stored = dict(getattr(stored, "tree", stored))
@@ -246,7 +243,7 @@ class Checkpointer:
 
     def close(self) -> None:
         try:
-            with _quiet_absl():
+            with quiet.orbax_logs():
                 self._manager.close()
         except Exception as e:  # it re-raises a failed save's error, reported already
             if not self._failed:
@@ -305,48 +302,6 @@ def _check_manifest(folder: Path) -> str | None:
 def _digest(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def _drop_closed_loop_reports() -> None:
-    """Once per process: tensorstore's threads finish the I/O of a checkpoint write that failed
-    (a full disk) after orbax closed the asyncio loop they report to, and each report fails with
-    ``RuntimeError: Event loop is closed``, which C++ prints through ``sys.excepthook``, up to
-    dozens of tracebacks after the one line that says the disk is full. Those, and only those,
-    are dropped."""
-    previous = sys.excepthook
-    if getattr(previous, "_drops_closed_loop", False):
-        return
-
-    def hook(kind, value, traceback_):
-        if kind is RuntimeError and str(value) == "Event loop is closed":
-            return
-        previous(kind, value, traceback_)
-
-    hook._drops_closed_loop = True  # type: ignore[attr-defined]
-    sys.excepthook = hook
-    unraisable = sys.unraisablehook
-
-    def unraisable_hook(report):
-        if report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed":
-            return
-        unraisable(report)
-
-    sys.unraisablehook = unraisable_hook
-
-
-@contextlib.contextmanager
-def _quiet_absl():
-    """orbax logs (through absl and asyncio) each file it fails to read or write, with a
-    traceback; the caller reports the failure once."""
-    loggers = [logging.getLogger(name) for name in ("absl", "asyncio")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
 
 
 def _listing(steps: list[int]) -> str:
