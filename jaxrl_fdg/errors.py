@@ -32,3 +32,10 @@ def one_line(text: str) -> str:
     """``text`` as one printable line: characters that are not printable (a newline, a record
     separator in a name read from a file) written as escapes."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def error_line(error: BaseException) -> str:
+    """``ValueError: <its first line, at most 200 characters>``, or the type alone for an error
+    without a message: an error from a library said in one line."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:200]}" if lines else type(error).__name__

@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, error_line
 
 ALGORITHMS = "jaxrl_fdg.algorithms"
 ENVIRONMENTS = "jaxrl_fdg.envs"
@@ -102,7 +102,9 @@ def import_module(where: str, purpose: str) -> Any:
     except SyntaxError as e:
         raise ConfigError(f"{purpose}: {e.filename}:{e.lineno}: syntax error: {e.msg}") from None
     except Exception as e:  # the module's own code raised as it ran
-        raise ConfigError(f"{purpose}: importing {where!r}: {user_error(e) or _said(e)}") from e
+        raise ConfigError(
+            f"{purpose}: importing {where!r}: {user_error(e) or error_line(e)}"
+        ) from None
     if getattr(module, "__file__", None):
         USER_FILES.add(Path(module.__file__).resolve())
     return module
@@ -113,18 +115,20 @@ def user_error(error: BaseException) -> str | None:
     file of the user's code (the innermost such frame of its traceback, or of the error it was
     raised from), else ``None``."""
     where = user_location(error)
-    return None if where is None else f"in your code {where}: {_said(error)}"
+    return None if where is None else f"in your code {where}: {error_line(error)}"
 
 
 def user_location(error: BaseException) -> str | None:
     """``"algo.py, line 12, in build"``: the innermost frame in the user's code that ``error``
-    (or an error it was raised from) passed through, or ``None``."""
+    (or an error it was raised from, unless raised ``from None``: a message that says where
+    already) passed through, or ``None``."""
     seen = 0
     while error is not None and seen < 8:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user(f.filename)]
         if frames:
             return f"{frames[-1].filename}, line {frames[-1].lineno}, in {frames[-1].name}"
-        error, seen = error.__cause__ or error.__context__, seen + 1
+        context = None if error.__suppress_context__ else error.__context__
+        error, seen = error.__cause__ or context, seen + 1
     return None
 
 
@@ -133,11 +137,6 @@ def _is_user(filename: str) -> bool:
         return Path(filename).resolve() in USER_FILES
     except OSError:
         return False
-
-
-def _said(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
 def _load_file(path: Path, purpose: str) -> Any:

@@ -63,7 +63,7 @@ def exit_status(command: Callable[[], int], as_command: bool, show_traceback: bo
         with signals.Signals():  # SIGTERM and SIGHUP end a command as Ctrl-C does, at once
             return command()
     except ConfigError as e:  # from the user's code (every(0) in a build): where, too
-        where = None if "in your code" in str(e) else plugins.user_location(e)
+        where = plugins.user_location(e)
         say(f"error: {e}" + (f" (in your code {where})" if where else ""))
         return 2
     except NonFiniteError as e:

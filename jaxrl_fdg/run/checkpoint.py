@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.errors import ConfigError, warn
+from jaxrl_fdg.errors import ConfigError, error_line, warn
 from jaxrl_fdg.run import quiet, versions
 
 FOLDER = "checkpoints"
@@ -181,10 +181,10 @@ class Checkpointer:
                 # delete) it. Without a manifest it may be a write cut short: skipped.
                 if iteration is not None or (self.directory / str(step) / MANIFEST).is_file():
                     raise ConfigError(
-                        f"the checkpoint at iteration {step} cannot be read: {_first_line(e)}"
+                        f"the checkpoint at iteration {step} cannot be read: {error_line(e)}"
                         + versions.note(self.stored_versions(step), self.versions)
                     ) from None
-                self.skipped.append((step, _first_line(e)))
+                self.skipped.append((step, error_line(e)))
                 continue
             for skipped, why in self.skipped:
                 warn(f"skipped checkpoint {skipped} ({why}); using iteration {step}")
@@ -258,7 +258,7 @@ def _write_error(error: Exception, doing: str) -> OSError:
     code = re.search(r"os_error_code='?(\d+)", str(error))
     if code:
         return OSError(int(code.group(1)), f"{doing}: {os.strerror(int(code.group(1)))}")
-    return OSError(f"{doing}: {_first_line(error)}")
+    return OSError(f"{doing}: {error_line(error)}")
 
 
 def _write_manifest(folder: Path) -> None:
@@ -306,11 +306,6 @@ def _digest(path: Path) -> str:
 
 def _listing(steps: list[int]) -> str:
     return ", ".join(map(str, steps)) if steps else "none"
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:200] if text else ''}"
 
 
 def _saveable(state: LoopState) -> dict[str, Any]:

@@ -136,12 +136,12 @@ def check_backend() -> None:
         jax.devices()
     except Exception as e:
         asked = os.environ.get("JAX_PLATFORMS") or jax.config.jax_platforms
-        detail = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
         raise ConfigError(
             "JAX cannot start its backend"
             + (f" for JAX_PLATFORMS={asked!r}" if asked else "")
-            + f" ({detail}): is that platform installed here? Unset JAX_PLATFORMS to use what "
-            "this machine has; NVIDIA GPUs need pip install -e '.[cuda]'"
+            + f" ({memory.first_line(e)}): is that platform installed here? Unset "
+            "JAX_PLATFORMS to use what this machine has; NVIDIA GPUs need pip install -e "
+            "'.[cuda]'"
         ) from None
 
 
