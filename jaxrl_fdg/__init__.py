@@ -13,40 +13,65 @@ placements), ``run`` (runner, session, checkpoints, run folders), ``config``, pl
 ``fragments`` and ``profiling``.
 """
 
-from jaxrl_fdg.config import TrainConfig, resolve
-from jaxrl_fdg.core import (
-    Algorithm,
-    AlgorithmContext,
-    AlgorithmSpec,
-    Edge,
-    EmptyState,
-    Extended,
-    Fragment,
-    Graph,
-    LaggedLoop,
-    Loop,
-    LoopState,
-    Method,
-    Role,
-    Schedule,
-    Site,
-    Transition,
-    condition,
-    every,
-    extend,
-    fragment,
-    hparam,
-    in_graph_evaluator,
-    lagged,
-    make_loop,
-    rounds,
-)
-from jaxrl_fdg.core import algorithm as algorithm
-from jaxrl_fdg.core.cadence import ITERATION, STEP
-from jaxrl_fdg.envs.check import check_env
-from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.policies import FUSION_MODES, Placement, make_plan
-from jaxrl_fdg.run import RunResult, build_loop, evaluate, make_train, train
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jaxrl_fdg.config import TrainConfig, resolve
+    from jaxrl_fdg.core import (
+        Algorithm,
+        AlgorithmContext,
+        AlgorithmSpec,
+        Edge,
+        EmptyState,
+        Extended,
+        Fragment,
+        Graph,
+        LaggedLoop,
+        Loop,
+        LoopState,
+        Method,
+        Role,
+        Schedule,
+        Site,
+        Transition,
+        condition,
+        every,
+        extend,
+        fragment,
+        hparam,
+        in_graph_evaluator,
+        lagged,
+        make_loop,
+        rounds,
+    )
+    from jaxrl_fdg.core import algorithm as algorithm
+    from jaxrl_fdg.core.cadence import ITERATION, STEP
+    from jaxrl_fdg.envs.check import check_env
+    from jaxrl_fdg.errors import ConfigError
+    from jaxrl_fdg.policies import FUSION_MODES, Placement, make_plan
+    from jaxrl_fdg.run import RunResult, build_loop, evaluate, make_train, train
+
+# Where each public name lives. They load on first use (PEP 562): ``import jaxrl_fdg`` alone
+# imports no JAX, so the command can take over the stop signals before its heavy imports, and a
+# tool that only reads the package's metadata stays fast.
+_WHERE = {
+    "jaxrl_fdg.config": ("TrainConfig", "resolve"),
+    "jaxrl_fdg.core": (
+        "Algorithm", "AlgorithmContext", "AlgorithmSpec", "Edge", "EmptyState", "Extended",
+        "Fragment", "Graph", "LaggedLoop", "Loop", "LoopState", "Method", "Role", "Schedule",
+        "Site", "Transition", "algorithm", "condition", "every", "extend", "fragment", "hparam",
+        "in_graph_evaluator", "lagged", "make_loop", "rounds",
+    ),
+    "jaxrl_fdg.core.cadence": ("ITERATION", "STEP"),
+    "jaxrl_fdg.envs.check": ("check_env",),
+    "jaxrl_fdg.errors": ("ConfigError",),
+    "jaxrl_fdg.policies": ("FUSION_MODES", "Placement", "make_plan"),
+    "jaxrl_fdg.run": ("RunResult", "build_loop", "evaluate", "make_train", "train"),
+}  # fmt: skip
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __version__ = "0.1.0"
 
@@ -92,3 +117,16 @@ __all__ = [
     "rounds",
     "train",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jaxrl_fdg' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

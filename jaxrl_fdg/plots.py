@@ -29,6 +29,7 @@ import numpy as np
 from jaxrl_fdg import plugins
 from jaxrl_fdg.config import NOT_COMPUTED
 from jaxrl_fdg.errors import ConfigError, warn
+from jaxrl_fdg.run.metrics import WALL_CLOCK
 
 DEFAULT_OUTPUT = "learning_curve.png"
 CI_KINDS = ("std", "iqm")  # the band around each curve (``--ci``)
@@ -268,8 +269,10 @@ def group_runs(runs: Sequence[Run]) -> list[Group]:
 
 def _one_per_seed(runs: list[Run]) -> list[Run]:
     """Runs of one experiment with the same seed compute the same thing: one replicate, not
-    several (a copied folder, a run made again). The one with the most rows whose values are all
-    finite counts (a copy holding NaN loses to a good one); a warning names the others."""
+    several (a copied folder, a run made again, the same run under another fusion mode). The one
+    with the most rows whose values are all finite counts (a copy holding NaN loses to a good
+    one). Where the others' rows say something else than the one kept (beyond wall-clock
+    columns), a warning names them; where they agree, nothing is lost and nothing is said."""
     by_seed: dict[Any, list[Run]] = {}
     for run in runs:
         by_seed.setdefault(_freeze(run.config.get("seed")), []).append(run)
@@ -277,13 +280,17 @@ def _one_per_seed(runs: list[Run]) -> list[Run]:
     for seed, same in by_seed.items():
         best = max(same, key=_finite_rows)
         kept.append(best)
-        others = [str(run.path) for run in same if run is not best]
+        others = [str(run.path) for run in same if _results(run) != _results(best)]
         if others:
             warn(
                 f"{', '.join(others)} and {str(best.path)!r} are one experiment with seed "
-                f"{seed}: counted once, as {str(best.path)!r}"
+                f"{seed}, with other results: counted once, as {str(best.path)!r}"
             )
     return kept
+
+
+def _results(run: Run) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k not in WALL_CLOCK} for row in run.rows]
 
 
 def _finite_rows(run: Run) -> int:

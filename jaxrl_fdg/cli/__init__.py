@@ -19,14 +19,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jaxrl_fdg import compare
-from jaxrl_fdg.cli import check_env, evaluate, graph, listing, plot, profile, train
-from jaxrl_fdg.cli.common import RUN_FLAGS as _RUN_FLAGS
-from jaxrl_fdg.cli.common import env_options as _env_options
-from jaxrl_fdg.cli.common import exit_status
-from jaxrl_fdg.cli.common import flag as _flag
+from jaxrl_fdg.run import signals
 
-__all__ = ["main", "_RUN_FLAGS", "_env_options", "_flag"]
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,15 +29,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Run as the command itself (``argv`` not given), a command that a signal stopped at once
     (a second Ctrl-C, a signal while compiling) ends the process there, once its files are
-    written: exiting normally would wait for the device work or the compiles it abandoned."""
+    written: exiting normally would wait for the device work or the compiles it abandoned.
+
+    The stop signals' handler is in place before the commands' modules (JAX and the rest) are
+    imported, so that a signal in the second that takes ends the command as any other does:
+    one line, ``128 + signal``."""
     as_command = argv is None
     args = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args
     args = [a for a in args if a != "--traceback"]
-    return exit_status(lambda: _dispatch(args), as_command, show_traceback)
+    try:
+        with signals.Signals():
+            from jaxrl_fdg.cli.common import exit_status
+
+            return exit_status(lambda: _dispatch(args), as_command, show_traceback)
+    except KeyboardInterrupt as e:  # while the modules were imported: nothing had started
+        return signals.interrupted(e, as_command)
 
 
 def _dispatch(argv: list[str]) -> int:
+    from jaxrl_fdg import compare
+    from jaxrl_fdg.cli import check_env, evaluate, graph, listing, plot, profile, train
+
     if argv[:1] == ["train"]:
         return train.run(argv[1:])
     if argv[:1] == ["graph"]:
@@ -60,6 +68,9 @@ def _dispatch(argv: list[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from jaxrl_fdg import compare
+    from jaxrl_fdg.cli import check_env, evaluate, plot, profile
+
     parser = argparse.ArgumentParser(
         prog="jaxrl-fdg",
         description="Reinforcement learning in JAX as fragmented dataflow graphs.",

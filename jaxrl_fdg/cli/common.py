@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import signal
 import sys
 import typing
 from collections.abc import Callable, Iterable
@@ -88,13 +87,7 @@ def exit_status(command: Callable[[], int], as_command: bool, show_traceback: bo
         say(f"error {where} (--traceback shows the whole traceback)")
         return 2
     except KeyboardInterrupt as e:  # a stop signal where the command could not stop cleanly
-        signum = signals.signal_of(e)
-        print(f"jaxrl-fdg: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
-        if as_command:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(signals.exit_code(signum))
-        return signals.exit_code(signum)
+        return signals.interrupted(e, as_command)
 
 
 def _exit_quietly(code: int) -> None:

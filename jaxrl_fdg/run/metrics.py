@@ -18,6 +18,7 @@ from jaxrl_fdg.profiling import summary_table
 from jaxrl_fdg.tuning import LINEAGE_PREFIXES
 
 EPISODE_KEYS = (EPISODES, EPISODE_RETURN_SUM, EPISODE_LENGTH_SUM)
+WALL_CLOCK = ("wall_s", "steps_per_s")  # a row's columns that the machine's speed decides
 
 
 def length(metrics: dict[str, np.ndarray]) -> int:

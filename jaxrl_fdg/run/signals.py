@@ -19,6 +19,7 @@ finishes first.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -53,6 +54,19 @@ class Interrupted(KeyboardInterrupt):
 def exit_code(signum: int) -> int:
     """What a shell reports for a process that ``signum`` ended: ``128 + signum``."""
     return 128 + signum
+
+
+def interrupted(error: KeyboardInterrupt, as_command: bool) -> int:
+    """Say that a stop signal ended the command, in one line; its exit status. Run as the
+    command itself (``as_command``), end the process here, once its output is out: exiting
+    normally would wait for the device work or the compiles the command abandoned."""
+    signum = signal_of(error)
+    print(f"jaxrl-fdg: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+    if as_command:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code(signum))
+    return exit_code(signum)
 
 
 def raise_for(signum: int) -> None:

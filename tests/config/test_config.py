@@ -13,9 +13,8 @@ import tomli_w
 import yaml
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import cli
 from jaxrl_fdg import config as cfg
-from jaxrl_fdg.cli import main
+from jaxrl_fdg.cli import common, main
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.run import compile_cache
 
@@ -138,7 +137,7 @@ def test_bad_env_options_exit_2_before_compiling(flags, message, capsys):
 
 
 def test_env_option_values_read_as_toml_else_text():
-    options = cli._env_options(["a=200", "b=5.0", "c=True", "d=false", "e=NoFrameskip", 'f="x"'])
+    options = common.env_options(["a=200", "b=5.0", "c=True", "d=false", "e=NoFrameskip", 'f="x"'])
     assert options == {"a": 200, "b": 5.0, "c": True, "d": False, "e": "NoFrameskip", "f": "x"}
 
 

@@ -117,7 +117,10 @@ def test_nan_and_infinite_values_are_left_out_with_a_warning(tmp_path, capsys):
     assert sorted(float(v) for v in result.strata["CartPole-v1"]) == [50.0, 200.0]
     err = capsys.readouterr().err
     good, copy = tmp_path / "runs" / "good", tmp_path / "runs" / "copy"
-    assert f"{copy} and {str(good)!r} are one experiment with seed 0: counted once" in err
+    assert (
+        f"{copy} and {str(good)!r} are one experiment with seed 0, with other results: counted once"
+        in err
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # numpy's "invalid value" would raise
         plots.plot_runs([tmp_path / "other"], metric="eval_return")

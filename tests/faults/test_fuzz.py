@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxrl_fdg as rl
-from jaxrl_fdg import cli
 from jaxrl_fdg import config as cfg
-from jaxrl_fdg.cli import main
+from jaxrl_fdg.cli import common, main
 from jaxrl_fdg.cli import train as train_command
 from jaxrl_fdg.run import build_loop
 
@@ -113,7 +112,7 @@ def test_any_bytes_as_a_config_file_fail_in_one_line(raw, suffix, tmp_path, caps
     _outcome(["train", "--config", str(path), "--out", str(tmp_path / "runs")], capsys)
 
 
-FLAGS = [cli._flag(name) for name in cli._RUN_FLAGS] + [
+FLAGS = [common.flag(name) for name in common.RUN_FLAGS] + [
     "--lr",
     "--gamma",
     "--num-minibatches",

@@ -136,7 +136,21 @@ def test_two_runs_of_one_seed_count_as_one(tmp_path, capsys):
     _run_folder(runs / "c", _rows(5.0), seed=1)
     (group,) = plots.group_runs(plots.find_runs([runs]))
     assert sorted(run.path.name for run in group.runs) == ["b", "c"]
-    assert "are one experiment with seed 0: counted once, as" in capsys.readouterr().err
+    assert "are one experiment with seed 0, with other results: counted once, as" in (
+        capsys.readouterr().err
+    )
+
+
+def test_the_same_run_made_again_counts_once_and_says_nothing(tmp_path, capsys):
+    # The README's install line and its tour both run `jaxrl-fdg train`: the same numbers twice,
+    # at other speeds.
+    runs = tmp_path / "runs"
+    rows = _rows(1.0, 2.0)
+    _run_folder(runs / "first", rows)
+    _run_folder(runs / "again", [{**row, "wall_s": 9.0, "steps_per_s": 1.0} for row in rows])
+    (group,) = plots.group_runs(plots.find_runs([runs]))
+    assert len(group.runs) == 1
+    assert capsys.readouterr().err == ""
 
 
 def test_a_column_named_with_a_line_separator_is_said_in_one_line(tmp_path, capsys):

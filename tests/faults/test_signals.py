@@ -184,6 +184,35 @@ def test_a_signal_to_any_command_at_work_ends_it_in_one_line(
     assert not (tmp_path / "c.png").exists()
 
 
+# A child that sends itself a signal as the command's modules begin to import JAX.
+_WHILE_IMPORTING = """
+import builtins, os, signal, sys
+from jaxrl_fdg.cli import main
+assert "jax" not in sys.modules, "importing the command imported JAX before its handler"
+real, sent = builtins.__import__, signal.Signals[sys.argv[1]]
+def send_at_jax(name, *args, **kwargs):
+    if name == "jax" and "jax" not in sys.modules:
+        os.kill(os.getpid(), sent)
+    return real(name, *args, **kwargs)
+builtins.__import__ = send_at_jax
+sys.argv = ["jaxrl-fdg", "train", "--out", sys.argv[2]]
+main()
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_while_the_command_imports_its_modules_ends_it_in_one_line(name, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", _WHILE_IMPORTING, name, str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 128 + signal.Signals[name], proc.stderr
+    assert proc.stderr.strip() == f"jaxrl-fdg: interrupted ({name})"
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", STAGES)
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
