@@ -32,15 +32,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     written: exiting normally would wait for the device work or the compiles it abandoned.
 
     The stop signals' handler is in place before the commands' modules (JAX and the rest) are
-    imported, so that a signal in the second that takes ends the command as any other does:
-    one line, ``128 + signal``."""
+    imported, so that a signal in the second that takes ends the command, once they are loaded,
+    as any other does: one line, ``128 + signal``."""
     as_command = argv is None
     args = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args
     args = [a for a in args if a != "--traceback"]
     try:
-        with signals.Signals():
-            from jaxrl_fdg.cli.common import exit_status
+        with signals.Signals() as stop:
+            # A signal waits for the imports' end: raised inside one, numpy or a C extension
+            # turns it into an ImportError, or aborts the process.
+            with stop.critical():
+                from jaxrl_fdg.cli.common import exit_status
 
             return exit_status(lambda: _dispatch(args), as_command, show_traceback)
     except KeyboardInterrupt as e:  # while the modules were imported: nothing had started

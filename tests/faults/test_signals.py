@@ -184,18 +184,19 @@ def test_a_signal_to_any_command_at_work_ends_it_in_one_line(
     assert not (tmp_path / "c.png").exists()
 
 
-# A child that sends itself a signal as the command's modules begin to import JAX.
+# A child that sends itself a signal as the command's modules begin to import numpy (which turns
+# an exception raised inside its import into an ImportError).
 _WHILE_IMPORTING = """
 import builtins, os, signal, sys
 from jaxrl_fdg.cli import main
 assert "jax" not in sys.modules, "importing the command imported JAX before its handler"
 real, sent = builtins.__import__, signal.Signals[sys.argv[1]]
-def send_at_jax(name, *args, **kwargs):
-    if name == "jax" and "jax" not in sys.modules:
+def send_at_numpy(name, *args, **kwargs):
+    if name.partition(".")[0] == "numpy" and "numpy" not in sys.modules:
         os.kill(os.getpid(), sent)
     return real(name, *args, **kwargs)
-builtins.__import__ = send_at_jax
-sys.argv = ["jaxrl-fdg", "train", "--out", sys.argv[2]]
+builtins.__import__ = send_at_numpy
+sys.argv = ["jaxrl-fdg", "train", "--total-steps", "2048", "--out", sys.argv[2]]
 main()
 """
 
