@@ -78,6 +78,8 @@ class Adapter(NamedTuple):
       check: ``check(id)`` raises :class:`UnknownEnvironmentError` for an id it can tell is bad
         without importing ``module`` (the part after the prefix; may accept everything).
       build: ``build(id, overrides) -> (environment, params)``; params None for host simulators.
+      probe: imports what ``build`` needs, to tell a package that fails to import from a bad id;
+        by default ``import module``.
     """
 
     prefix: str
@@ -88,6 +90,7 @@ class Adapter(NamedTuple):
     install: str
     check: Callable[[str], None]
     build: Callable[[str, dict[str, Any]], tuple[Any, Any]]
+    probe: Callable[[], Any] | None = None
 
 
 class AdapterRow(NamedTuple):
@@ -153,6 +156,13 @@ def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
 
     env = make_gymnax(env_id)
     return env, with_params(env.default_params, **overrides)
+
+
+def _probe_gymnax() -> None:
+    """gymnax's base module alone: ``import gymnax`` imports matplotlib and seaborn."""
+    from jaxrl_fdg.envs.gymnax_adapter import import_alone
+
+    import_alone("gymnax.environments.environment")
 
 
 def _check_prefix(what: str, starts: tuple[str, ...]) -> Callable[[str], None]:
@@ -287,6 +297,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxrl-fdg[gymnax]",
         _check_id("gymnax/"),
         _build_gymnax,
+        _probe_gymnax,
     ),
     Adapter(
         "playground/",
@@ -404,7 +415,7 @@ def make(name: str, **overrides: Any) -> tuple[Any, Any]:
     check(name)
     adapter = _adapter(name)
     try:
-        importlib.import_module(adapter.module)
+        adapter.probe() if adapter.probe else importlib.import_module(adapter.module)
     except ImportError as e:
         raise MissingDependencyError(f"{_missing(name, adapter)} (import failed: {e})") from None
     return adapter.build(name[len(adapter.prefix) :], dict(overrides))
