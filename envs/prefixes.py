@@ -160,7 +160,7 @@ def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
 
 def _probe_gymnax() -> None:
     """gymnax's base module alone: ``import gymnax`` imports matplotlib and seaborn."""
-    from jaxrl_fdg.envs.gymnax_adapter import import_alone
+    from jaxrl_fdg.envs.gymnax_imports import import_alone
 
     import_alone("gymnax.environments.environment")
 

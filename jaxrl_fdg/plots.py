@@ -3,12 +3,11 @@
 Runs whose configurations are identical except for the seed (and where and under what name they
 were written) are replicates of one experiment, drawn as one curve: the mean over seeds with a
 ±1 standard deviation band, or (``ci="iqm"``) the interquartile mean with its 95% bootstrap
-interval. A run of several seeds or sweep points (``--num-seeds``, a sweep) stands for its lanes'
-own folders. Seeds log at their own steps (``log_every``, a shorter interrupted
-run), so each is interpolated onto the union of its group's x values; at each x only the seeds
-whose rows reach that far count, since extrapolating a seed that stopped early would flatten the
-curve. Rows where the metric is empty (no episode finished yet) are skipped. Legend labels name
-only the settings that differ between groups.
+interval. A run of several seeds or sweep points stands for its lanes' own folders. Each seed
+is interpolated onto the union of its group's x values (seeds log at their own steps); at each
+x only the seeds whose rows reach that far count (extrapolating one that stopped early would
+flatten the curve). Rows where the metric is empty are skipped. Legend labels name only the
+settings that differ between groups.
 
 matplotlib is imported when a plot is drawn, never when the library is imported.
 """
@@ -268,11 +267,12 @@ def group_runs(runs: Sequence[Run]) -> list[Group]:
 
 
 def _one_per_seed(runs: list[Run]) -> list[Run]:
-    """Runs of one experiment with the same seed compute the same thing: one replicate, not
-    several (a copied folder, a run made again, the same run under another fusion mode). The one
-    with the most rows whose values are all finite counts (a copy holding NaN loses to a good
-    one). Where the others' rows say something else than the one kept (beyond wall-clock
-    columns), a warning names them; where they agree, nothing is lost and nothing is said."""
+    """Runs of one experiment with one seed are one replicate: the one with the most all-finite
+    rows counts, and a warning names the others unless their rows agree beyond wall-clock time."""
+
+    def results(run: Run) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in run.rows]
+
     by_seed: dict[Any, list[Run]] = {}
     for run in runs:
         by_seed.setdefault(_freeze(run.config.get("seed")), []).append(run)
@@ -280,17 +280,13 @@ def _one_per_seed(runs: list[Run]) -> list[Run]:
     for seed, same in by_seed.items():
         best = max(same, key=_finite_rows)
         kept.append(best)
-        others = [str(run.path) for run in same if _results(run) != _results(best)]
+        others = [str(run.path) for run in same if results(run) != results(best)]
         if others:
             warn(
                 f"{', '.join(others)} and {str(best.path)!r} are one experiment with seed "
                 f"{seed}, with other results: counted once, as {str(best.path)!r}"
             )
     return kept
-
-
-def _results(run: Run) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.items() if k not in WALL_CLOCK} for row in run.rows]
 
 
 def _finite_rows(run: Run) -> int:
@@ -379,7 +375,7 @@ def _draw(curves: list[tuple[Group, Band]], metric: str, x: str, title: str, pat
     # One panel per environment: returns of CartPole and Pendulum share no scale.
     panels: dict[str, list[tuple[Group, Band]]] = {}
     for group, band_ in curves:
-        panels.setdefault(_env_of(group), []).append((group, band_))
+        panels.setdefault(str(group.runs[0].config.get("env", "")), []).append((group, band_))
     faceted = len(panels) > 1
     fig = Figure(figsize=(7 if not faceted else 5 * len(panels), 4.5), layout="constrained")
     FigureCanvasAgg(fig)
@@ -405,15 +401,11 @@ def _draw(curves: list[tuple[Group, Band]], metric: str, x: str, title: str, pat
     fig.savefig(path, dpi=120)
 
 
-def _env_of(group: Group) -> str:
-    return str(group.runs[0].config.get("env", ""))
-
-
 def _folder_of(paths: Sequence[str | Path], runs: Sequence[Run]) -> Path:
-    """Where a plot goes by default: the run folder of one run, else the folder the paths given
-    share (``plot runs`` draws into ``runs/``)."""
-    shared = Path(os.path.commonpath([Path(p).resolve() for p in paths]))
-    return runs[0].path if len(runs) == 1 else shared
+    """Where a plot goes by default: one run's folder, else the one the paths share (``runs/``)."""
+    if len(runs) == 1:
+        return runs[0].path
+    return Path(os.path.commonpath([Path(p).resolve() for p in paths]))
 
 
 def _title(runs: Sequence[Run], ci: str, seeds: int) -> str:

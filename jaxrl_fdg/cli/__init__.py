@@ -21,7 +21,19 @@ from collections.abc import Sequence
 
 from jaxrl_fdg.run import signals
 
-__all__ = ["main"]
+__all__ = ["main", "_RUN_FLAGS", "_env_options", "_flag"]
+
+# Names this module exported before its commands were modules of their own; loaded on use, as
+# importing them here would import JAX before the command's stop handler is in place.
+_FROM_COMMON = {"_RUN_FLAGS": "RUN_FLAGS", "_env_options": "env_options", "_flag": "flag"}
+
+
+def __getattr__(name: str):
+    if name not in _FROM_COMMON:
+        raise AttributeError(f"module 'jaxrl_fdg.cli' has no attribute {name!r}")
+    from jaxrl_fdg.cli import common
+
+    return getattr(common, _FROM_COMMON[name])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

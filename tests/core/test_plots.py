@@ -92,7 +92,7 @@ def test_runs_of_several_environments_get_a_panel_each(tmp_path, monkeypatch, no
     real = plots._draw
 
     def spy(curves, metric, x, title, path):
-        drawn["panels"] = [plots._env_of(group) for group, _ in curves]
+        drawn["panels"] = [group.runs[0].config["env"] for group, _ in curves]
         return real(curves, metric, x, title, path)
 
     monkeypatch.setattr(plots, "_draw", spy)
@@ -100,7 +100,7 @@ def test_runs_of_several_environments_get_a_panel_each(tmp_path, monkeypatch, no
     assert output == runs / "learning_curve.png" and output.is_file()
     assert sorted(set(drawn["panels"])) == ["CartPole-v1", "Pendulum-v1"]
     groups = plots.group_runs(plots.find_runs([runs]))
-    cartpole = [g for g in groups if plots._env_of(g) == "CartPole-v1"]
+    cartpole = [g for g in groups if g.runs[0].config["env"] == "CartPole-v1"]
     assert plots.short_labels(cartpole, skip=("env",)) == ["algo=a2c", "algo=ppo"]
 
 
