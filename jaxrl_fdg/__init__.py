@@ -16,6 +16,7 @@ placements), ``run`` (runner, session, checkpoints, run folders), ``config``, pl
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -121,8 +122,10 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jaxrl_fdg' has no attribute {name!r}")
+    if module is None:  # a subpackage or module, as ``rl.config`` or ``rl.core.algorithm``
+        if importlib.util.find_spec(f"{__name__}.{name}") is None:
+            raise AttributeError(f"module 'jaxrl_fdg' has no attribute {name!r}")
+        return importlib.import_module(f"{__name__}.{name}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # once loaded, an ordinary attribute
     return value

@@ -8,6 +8,8 @@ inside functions included; those under ``if TYPE_CHECKING:`` do not, since they 
 """
 
 import graphlib
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,3 +74,24 @@ def test_placements_are_written_against_the_core_not_the_run_config(run_time_imp
     # The core imports only the environments and the leaf modules (errors, rng, plugins).
     assert graph["core"] <= {"envs", "errors", "rng", "plugins"}, graph["core"]
     assert graph["rng"] <= {"errors"} and graph["plugins"] <= {"errors"}
+
+
+_BY_ATTRIBUTE = """
+import sys
+import jaxrl_fdg as rl
+assert "jax" not in sys.modules, "import jaxrl_fdg imported JAX"
+assert rl.config.from_mapping and rl.core.algorithm.get and rl.envs.make and rl.run.checkpoint
+assert rl.run.train is rl.train and rl.TrainConfig is rl.config.TrainConfig
+try:
+    rl.nothing_of_that_name
+except AttributeError as e:
+    assert "no attribute 'nothing_of_that_name'" in str(e)
+else:
+    raise SystemExit("an unknown name was found")
+"""
+
+
+def test_the_package_imports_no_jax_and_reaches_its_parts_by_attribute():
+    # Its names load on first use; subpackages are reached as attributes as when it imported them.
+    proc = subprocess.run([sys.executable, "-c", _BY_ATTRIBUTE], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -7,6 +7,7 @@ The names below load on first use (PEP 562), so that a light module of this pack
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,8 +29,10 @@ _MODULE_OF = {
 
 def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jaxrl_fdg.run' has no attribute {name!r}")
+    if module is None:  # a subpackage or module, as ``rl.config`` or ``rl.core.algorithm``
+        if importlib.util.find_spec(f"{__name__}.{name}") is None:
+            raise AttributeError(f"module 'jaxrl_fdg.run' has no attribute {name!r}")
+        return importlib.import_module(f"{__name__}.{name}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
