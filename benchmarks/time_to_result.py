@@ -50,9 +50,10 @@ the same span hold about as many episodes for every tool.
   ``examples/configs/`` (``ppo-cartpole.toml``, ``sac-pendulum.toml``; MinAtar has none) and
   ``--log-every`` set so that its rows span the same window (:func:`tuned_log_every`), the
   rl-zoo3 baselines' counterpart: settings chosen for the task.
-* ``jaxrl-fdg-tuned-warm``: the tuned command again, its compilation cache filled by one run of
-  the same command that was stopped at its first row. The persistent cache is on by default, so
-  this is what every run of a configuration after its first meets (another seed included).
+* ``jaxrl-fdg-tuned-warm``: the tuned command again, its caches filled by one run of the same
+  command that was stopped at its first row: JAX's compilation cache and the executable cache
+  (:mod:`jaxrl_fdg.run.executables`, whose key holds the seed, which the command repeats). Both
+  are on by default, so this is what every run of a configuration after its first meets.
 * ``handwritten``: ``benchmarks/handwritten_ppo.py`` (CartPole) and ``handwritten_sac.py``
   (Pendulum), one ``lax.scan`` over the whole run at our defaults' sizes (:data:`HANDWRITTEN`);
   none for MinAtar ("—"). Each runs in a fresh process (this script with ``--_handwritten``)
@@ -201,9 +202,9 @@ DEFINITIONS = {
     "baseline's median is the budget (it missed)",
     "ceilings": "baseline median / the median of our start_s: the ratio ours would reach if "
     "training to the threshold took no time once started",
-    "warm": "jaxrl-fdg-tuned-warm: the tuned run again on a compilation cache that one run of "
-    "the same command filled (stopped at its first row), as every run after a configuration's "
-    "first finds it",
+    "warm": "jaxrl-fdg-tuned-warm: the tuned run again on the compilation and executable caches "
+    "that one run of the same command filled (stopped at its first row), as every run after a "
+    "configuration's first finds them",
 }
 
 # The hand-written programs at our defaults' sizes: make_train's keywords, env steps per iteration.

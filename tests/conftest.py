@@ -17,6 +17,10 @@ _CACHE = Path(
 )
 jax.config.update("jax_compilation_cache_dir", str(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+# The executable cache (jaxrl_fdg.run.executables) is keyed by code on disk, and tests change
+# code in memory (monkeypatched fragments, injected faults): off here, and in the processes the
+# tests start, except where tests/run/test_executables.py turns it on.
+os.environ["JAXRL_FDG_EXECUTABLE_CACHE"] = "0"
 
 
 # The slowest test files of both tiers, measured cold (`pytest --durations`), longest first; each

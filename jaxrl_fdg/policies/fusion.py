@@ -249,6 +249,17 @@ class ScanPlan(Plan):
     def _signatures(self, state):
         return {"scan": (self._chunk, (state, jax.ShapeDtypeStruct((), jnp.int32)))}
 
+    cacheable = True
+
+    def _own_names(self):
+        return ("scan",)
+
+    def _traced_state(self):
+        return self._chunk.rows  # where each metric sits in the chunk's rows
+
+    def _restore_traced_state(self, saved):
+        self._chunk.rows = saved
+
     def _advance(self, state, n):
         if not 1 <= n <= self.chunk:
             raise ValueError(f"scan plan advances 1..{self.chunk} iterations per call, got {n}")

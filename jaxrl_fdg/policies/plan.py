@@ -27,6 +27,7 @@ import numpy as np
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.policies.compiling import Compiler, compile_timed
+from jaxrl_fdg.policies.exported import Exported
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, Timings
 
 try:  # what JAX raises inside a program call when its NaN check finds one
@@ -51,6 +52,9 @@ class Plan:
     mode: str = ""
     # Programs whose first argument is a state they replace: donated when large (DONATE_BYTES).
     donating: frozenset[str] = frozenset()
+    # How this run's programs were made: "traced" (and lowered), "loaded" from the executable
+    # cache, or traced and "stored" in it ("not stored" where the write failed).
+    executables: str = "traced"
     # Programs that loop over iterations a number of times known only at run time: XLA's cost
     # analysis counts their loop body once, so their cost is one iteration's, not one call's.
     per_iteration: frozenset[str] = frozenset()
@@ -62,6 +66,7 @@ class Plan:
         self._programs: dict[str, Callable] = {}
         self._functions: dict[str, Callable] = {}  # what each program compiles
         self._compiling = Compiler(self.timings)  # programs still compiling (start)
+        self._exports: dict[str, Exported] | None = None  # exported for the executable cache
 
     def init(self, key: jax.Array) -> LoopState:
         """The initial loop state (itself a compiled program, except in eager mode)."""
@@ -96,6 +101,9 @@ class Plan:
                 self._programs[name] = fn
                 continue
             start = time.perf_counter()
+            exported = self._export(name, fn, args)
+            if exported is not None:  # for the executable cache: run what it will keep
+                fn, args = exported.function(), exported.args
             donate = (0,) if self.donates(name, args) else ()
             lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
             yield name, lowered, time.perf_counter() - start
@@ -108,7 +116,11 @@ class Plan:
         return state_bytes >= DONATE_BYTES
 
     def start(
-        self, key: jax.Array, extra: Extra | None = None, before_init: Callable | None = None
+        self,
+        key: jax.Array,
+        extra: Extra | None = None,
+        before_init: Callable | None = None,
+        cache: Any = None,
     ) -> LoopState:
         """:meth:`init` and :meth:`compile` in one, without waiting for ``init`` to run: every
         program, ``init`` included, is lowered for the shapes ``init`` will return (traced, not
@@ -131,32 +143,114 @@ class Plan:
         sum when they overlap.
 
         ``before_init(programs)``, if given, sees the compiled programs before ``init`` runs
-        (the runner's memory check) and may raise."""
+        (the runner's memory check) and may raise.
+
+        ``cache`` (:class:`jaxrl_fdg.run.executables.ExecutableCache`), if given and the mode
+        is :attr:`cacheable`, may hold the programs of an earlier run of the same configuration
+        as StableHLO: each is lowered from it, which traces none of the code that made it, and
+        compiled, which JAX's persistent cache serves. Otherwise the programs are exported as
+        they are traced (:class:`~jaxrl_fdg.policies.exported.Exported`), run as exported, and
+        written to the cache. :attr:`executables` says which."""
         extra = extra or {}
+        if not self.cacheable or jax.config.jax_debug_nans:
+            cache = None
         with self.timings.scope("compile", always=True):
-            self._compiling = compiler = Compiler(self.timings)
-            try:  # a program that fails to lower still lets the pool's threads end
-                start = time.perf_counter()
-                traced = jax.jit(self.loop.init).trace(key)
-                tracing = time.perf_counter() - start
-                own = self._signatures(traced.out_info)
-                for name, lowered, seconds in self._lowered(own):
-                    compiler.submit(name, lowered, seconds)
-                start = time.perf_counter()
-                compiler.submit("init", traced.lower(), tracing + time.perf_counter() - start)
-                others = {
-                    name: (fn, args_for(traced.out_info)) for name, (fn, args_for) in extra.items()
-                }
-                for name, lowered, seconds in self._lowered(others):
-                    compiler.submit(name, lowered, seconds)
-            finally:
-                compiler.close()
-            for name in ["init", *own]:
-                if name in compiler:
-                    self._programs[name] = compiler.result(name)
+            entry = cache.load() if cache is not None else None
+            if entry is not None and set(entry.programs) != {"init", *self._own_names(), *extra}:
+                entry = None  # keyed alike, made otherwise: trace
+            if entry is not None:
+                self._restore_traced_state(entry.traced)
+                self._compile_each_in_turn(entry.programs)
+            else:
+                self._exports = {} if cache is not None else None
+                self._compile_all(key, extra)
+        if cache is not None and entry is None:
+            if self._exports is not None:
+                cache.store(self._exports, self._traced_state())
+            else:  # a program could not be exported
+                cache.outcome = "not stored"
+        self._exports = None
+        self.executables = cache.outcome if cache is not None else "traced"
         if before_init is not None:
             before_init(self.compiled_so_far)
         return self.checked(self._call("init", key))
+
+    # -- the executable cache (jaxrl_fdg.run.executables): modes that opt in --------------
+
+    # Whether :meth:`start` may take this mode's programs from an executable cache: the mode
+    # names its programs without tracing (_own_names) and keeps what tracing them taught it
+    # (_traced_state).
+    cacheable: bool = False
+
+    def _own_names(self) -> tuple[str, ...]:
+        """The names of this mode's own programs, known without tracing."""
+        raise NotImplementedError
+
+    def _traced_state(self) -> Any:
+        """What tracing this mode's programs set on the host side, to keep with them."""
+        return None
+
+    def _restore_traced_state(self, saved: Any) -> None:
+        """Set what :meth:`_traced_state` returned, in place of tracing."""
+
+    def _compile_each_in_turn(self, programs: dict[str, Exported]) -> None:
+        """Lower each exported program (embedding its StableHLO: nothing of the code that made
+        it is traced) and compile it on the worker threads, where JAX's persistent cache
+        serves the executable the run that exported it compiled."""
+        self._compiling = compiler = Compiler(self.timings)
+        try:
+            for name, exported in programs.items():
+                start = time.perf_counter()
+                args = exported.args
+                donate = (0,) if self.donates(name, args) else ()
+                lowered = jax.jit(exported.function(), donate_argnums=donate).lower(*args)
+                compiler.submit(name, lowered, time.perf_counter() - start)
+        finally:
+            compiler.close()
+        for name in programs:
+            if name in compiler and name != "init" and name not in self._own_names():
+                continue  # the caller's programs keep compiling behind the first chunks
+            self._programs[name] = compiler.result(name)
+
+    def _export(self, name: str, fn: Callable, args: tuple) -> Exported | None:
+        """``fn`` exported for ``args`` where the executable cache is being filled; ``None``
+        otherwise, or where a program cannot be exported (a host callback, a custom call
+        ``jax.export`` does not allow): the run then compiles as usual and stores nothing."""
+        if self._exports is None:
+            return None
+        try:
+            exported = self._exports[name] = Exported.of(fn, args)
+        except Exception:  # jax.export's refusals are several exception types
+            self._exports = None
+            return None
+        return exported
+
+    def _compile_all(self, key: jax.Array, extra: Extra) -> None:
+        """Trace, lower and compile every program, as :meth:`start` says."""
+        self._compiling = compiler = Compiler(self.timings)
+        try:  # a program that fails to lower still lets the pool's threads end
+            start = time.perf_counter()
+            init = self._export("init", self.loop.init, (key,))
+            if init is not None:
+                out_info = init.out_info
+                lower_init = lambda: jax.jit(init.function()).lower(*init.args)  # noqa: E731
+            else:
+                traced = jax.jit(self.loop.init).trace(key)
+                out_info, lower_init = traced.out_info, traced.lower
+            tracing = time.perf_counter() - start
+            own = self._signatures(out_info)
+            for name, lowered, seconds in self._lowered(own):
+                compiler.submit(name, lowered, seconds)
+            start = time.perf_counter()
+            compiler.submit("init", lower_init(), tracing + time.perf_counter() - start)
+            others = {name: (fn, args_for(out_info)) for name, (fn, args_for) in extra.items()}
+            for name, lowered, seconds in self._lowered(others):
+                compiler.submit(name, lowered, seconds)
+        finally:
+            compiler.close()
+        for name in ["init", *own]:
+            if name in compiler:
+                self._programs[name] = compiler.result(name)
 
     def _program(self, name: str) -> Callable:
         program = self._programs.get(name)

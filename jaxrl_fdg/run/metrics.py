@@ -118,12 +118,14 @@ def summary(
 
 def format_summary(summary: dict[str, Any], detail: bool = True) -> str:
     """The summary as a person reads it: how the run ended, its env steps, run and compile
-    seconds, final return and speed; with ``detail``, the timing table below (per program, the
-    host's shares, the device's scopes and, where measured, each program's bound)."""
+    seconds (and whether the programs came from the executable cache), final return and speed;
+    with ``detail``, the timing table below (per program, the host's shares, the device's
+    scopes and, where measured, each program's bound)."""
     final = summary["final_return"]
+    cached = summary.get("executables") == "loaded"
     lines = [
         f"{summary['status']}: {summary['env_steps']:,} env steps in {summary['run_s']:.2f} s "
-        f"(+{summary['compile_s']:.2f} s compile)",
+        f"(+{summary['compile_s']:.2f} s compile{', from the executable cache' if cached else ''})",
         f"final return {'—' if final is None else f'{final:.1f}'}   "
         f"{(summary['steps_per_s'] or 0):,.0f} env-steps/s",
     ]

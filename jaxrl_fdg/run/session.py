@@ -284,6 +284,7 @@ class Session:
         summary = metric_rows.summary(
             self.config, self.status, self.rows, timing, self.elapsed_before, self.iterations
         )
+        summary["executables"] = self.plan.executables
         summary.update(self.summary_extra)
         if self.signal is not None and self.status == "interrupted":
             summary["signal"] = signal.Signals(self.signal).name

@@ -23,7 +23,7 @@ from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.policies import distributed
 from jaxrl_fdg.profiling import summarize
 from jaxrl_fdg.profiling.timers import block_until_ready
-from jaxrl_fdg.run import extension, memory, same_run, versions
+from jaxrl_fdg.run import executables, extension, memory, same_run, versions
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer
@@ -120,7 +120,9 @@ def start(
     from_shapes = resolved.placement.compiles_from_shapes(resolved.request)
     with sweep_errors(resolved), memory_errors(resolved):
         if from_shapes:  # checked for memory before init makes its state
-            state = plan.start(key, extra, lambda p: memory.check_programs(resolved, p))
+            cache = executables.for_run(resolved, extra)
+            check = lambda p: memory.check_programs(resolved, p)  # noqa: E731
+            state = plan.start(key, extra, check, cache)
         else:
             state = plan.init(key)
         block_until_ready(state)  # a state too large for memory fails here, not in a chunk

@@ -75,7 +75,7 @@ def _state():
 def test_the_first_state_is_the_plans_after_the_memory_check():
     checked = []
 
-    def start(key, extra, before_init):
+    def start(key, extra, before_init, cache=None):
         testing.assert_same_bits(key, jax.random.key(0))  # the run's seed
         before_init({})  # the memory check sees the compiled programs before init runs
         checked.append(extra)
@@ -99,7 +99,7 @@ def test_a_resume_without_a_checkpoint_yet_starts_again(tmp_path, capsys):
 
 
 def test_memory_that_runs_out_while_starting_is_one_line():
-    def start(key, extra, before_init):
+    def start(key, extra, before_init, cache=None):
         raise OOM
 
     with pytest.raises(ConfigError) as refused:

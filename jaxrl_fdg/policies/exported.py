@@ -1,0 +1,69 @@
+"""A program kept as StableHLO, to be lowered again without tracing the code that made it
+(the executable cache, :mod:`jaxrl_fdg.run.executables`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+
+class Exported:
+    """A program as StableHLO (``jax.export``), flat: its inputs and outputs are the leaves of
+    the pytrees it takes and returns, whose structures are kept beside it (``jax.export``
+    serializes only the pytree types registered with it).
+
+    :meth:`function` is the program again as a function of its pytrees, and :attr:`args` the
+    shapes it takes: ``jax.jit(function).lower(*args)`` embeds the StableHLO without tracing
+    any of the code that made it."""
+
+    def __init__(self, blob: bytes, in_tree: Any, out_tree: Any):
+        self.blob, self.in_tree, self.out_tree = blob, in_tree, out_tree
+        self._exported: Any = None
+
+    @classmethod
+    def of(cls, fn: Callable, args: tuple) -> Exported:
+        """Export ``fn`` for ``args`` (arrays or shapes); this traces and lowers it."""
+        leaves, in_tree = jax.tree.flatten(args)
+        out_trees = []
+
+        def flat(*leaves):
+            out, out_tree = jax.tree.flatten(fn(*in_tree.unflatten(leaves)))
+            out_trees.append(out_tree)
+            return out
+
+        exported = jax.export.export(jax.jit(flat))(*leaves)
+        made = cls(exported.serialize(), in_tree, out_trees[-1])
+        made._exported = exported
+        return made
+
+    def _program(self) -> Any:
+        if self._exported is None:
+            self._exported = jax.export.deserialize(bytearray(self.blob))
+        return self._exported
+
+    @property
+    def out_info(self) -> Any:
+        """The shapes the program returns (``jax.ShapeDtypeStruct`` leaves)."""
+        avals = self._program().out_avals
+        return self.out_tree.unflatten([jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+
+    @property
+    def args(self) -> tuple:
+        avals = self._program().in_avals
+        return self.in_tree.unflatten([jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+
+    def function(self) -> Callable:
+        program, out_tree = self._program(), self.out_tree
+
+        def call(*args):
+            return out_tree.unflatten(program.call(*jax.tree.leaves(args)))
+
+        return call
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"blob": self.blob, "in_tree": self.in_tree, "out_tree": self.out_tree}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["blob"], state["in_tree"], state["out_tree"])

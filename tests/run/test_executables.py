@@ -1,0 +1,181 @@
+"""The executable cache: a run of a configuration seen before loads its programs as StableHLO
+instead of tracing them, and computes the same bits; what changes a program misses.
+
+The in-process tests run the same configuration twice in this process, with the cache folder a
+temporary one; the fresh-process test (full tier) changes a user's algorithm file between runs.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+
+import jaxrl_fdg as rl
+from jaxrl_fdg.config import resolve, to_mapping
+from jaxrl_fdg.run import executables
+from jaxrl_fdg.testing import assert_same_bits
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The cache on, in a folder of this test's own."""
+    monkeypatch.setenv(executables.SWITCH, "1")
+    folder = tmp_path / "executables"
+    monkeypatch.setattr(executables, "directory", lambda _: folder)
+    return folder
+
+
+def assert_same_state(a, b) -> None:
+    assert_same_bits((a.fragments, a.key, a.iteration), (b.fragments, b.key, b.iteration))
+
+
+def test_a_second_run_loads_its_programs_and_computes_the_same_bits(cache, tiny, monkeypatch):
+    first = rl.train(tiny)
+    second = rl.train(tiny)
+    assert (first.summary["executables"], second.summary["executables"]) == ("stored", "loaded")
+    assert_same_state(first.state, second.state)
+    assert_same_bits(first.metrics, second.metrics)
+    assert len(list(cache.glob(f"*{executables.SUFFIX}"))) == 1
+    monkeypatch.setenv(executables.SWITCH, "0")  # and as a run without the cache computes
+    off = rl.train(tiny)
+    assert off.summary["executables"] == "traced"
+    assert_same_state(first.state, off.state)
+
+
+_SMALL = {"num_envs": 2, "rollout_len": 8, "out": None, "progress": False}
+_REPLAY = {"batch_size": 8, "buffer_size": 64, "learning_starts": 16}
+_PPO = {"num_minibatches": 2, "update_epochs": 1}
+VARIANTS = {
+    "dqn": {"algo": "dqn", "total_steps": 64, "log_every": 2, "hparams": _REPLAY},
+    "sac": {"algo": "sac", "total_steps": 64, "log_every": 2, "hparams": _REPLAY},
+    "seeds": {"total_steps": 48, "num_seeds": 2, "hparams": _PPO},
+    "evaluation": {"total_steps": 64, "eval_every": 32, "eval_episodes": 2, "hparams": _PPO},
+    "population": {
+        "total_steps": 96, "num_seeds": 2, "pbt_every": 32, "hparams": {**_PPO, "lr": (1e-4, 1e-3)}
+    },
+}  # fmt: skip
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_other_algorithms_seeds_evaluation_and_populations_load_the_same_bits(
+    variant, cache, monkeypatch
+):
+    config = rl.TrainConfig(**{**_SMALL, **VARIANTS[variant]})
+    first, second = rl.train(config), rl.train(config)
+    monkeypatch.setenv(executables.SWITCH, "0")
+    off = rl.train(config)
+    made = [r.summary["executables"] for r in (first, second, off)]
+    assert made == ["stored", "loaded", "traced"]
+    for other in (second, off):
+        assert_same_state(first.state, other.state)
+        assert_same_bits(first.metrics, other.metrics)
+
+
+def test_a_program_that_cannot_be_exported_compiles_as_usual_and_stores_nothing(
+    cache, tiny, monkeypatch
+):
+    from jaxrl_fdg.policies import exported
+
+    def refuse(fn, args):
+        raise ValueError("a custom call jax.export does not allow")
+
+    monkeypatch.setattr(exported.Exported, "of", refuse)
+    result = rl.train(tiny)
+    assert result.summary["executables"] == "not stored" and result.summary["status"] == "completed"
+    assert not cache.exists()
+
+
+def test_a_changed_hyperparameter_misses(cache, tiny):
+    assert rl.train(tiny).summary["executables"] == "stored"
+    changed = tiny.replace(hparams={**tiny.hparams, "clip_eps": 0.1})
+    assert rl.train(changed).summary["executables"] == "stored"
+    assert len(list(cache.glob(f"*{executables.SUFFIX}"))) == 2
+
+
+def test_an_entry_that_does_not_read_is_removed_and_the_run_traces(cache, tiny):
+    rl.train(tiny)
+    (entry,) = cache.glob(f"*{executables.SUFFIX}")
+    entry.write_bytes(entry.read_bytes()[:100])
+    again = rl.train(tiny)
+    assert again.summary["executables"] == "stored"  # traced, and written again whole
+    assert rl.train(tiny).summary["executables"] == "loaded"
+
+
+def test_the_key_changes_with_jaxlib_jax_settings_xla_flags_and_the_config(tiny, monkeypatch):
+    mapping = to_mapping(resolve(tiny))
+    key = executables.key_of(mapping, ())
+    assert executables.key_of(mapping, ()) == key
+    assert executables.key_of({**mapping, "out": "elsewhere"}, ()) == key
+    assert executables.key_of({**mapping, "seed": 1}, ()) != key
+    assert executables.key_of(mapping, ("evaluate",)) != key
+    installed = executables.library_versions()
+    monkeypatch.setattr(executables, "library_versions", lambda: {**installed, "jaxlib": "0.0.1"})
+    assert executables.key_of(mapping, ()) != key
+    monkeypatch.undo()
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
+    assert executables.key_of(mapping, ()) != key
+    monkeypatch.delenv("XLA_FLAGS")
+    with jax.default_matmul_precision("highest"):
+        assert executables.key_of(mapping, ()) != key
+
+
+def test_runs_the_key_cannot_describe_are_not_cached(cache, tiny, monkeypatch):
+    resolved = resolve(tiny)
+    assert executables.for_run(resolved, {}) is not None
+    assert executables.for_run(resolve(tiny.replace(profile="trace")), {}) is None
+    spec = rl.algorithm.get("ppo")._replace(name="ppo-registered-here")
+    monkeypatch.setitem(rl.algorithm._REGISTRY, spec.name, spec)
+    assert executables.for_run(resolve(tiny.replace(algo=spec.name)), {}) is None
+    monkeypatch.setenv(executables.SWITCH, "0")
+    assert executables.for_run(resolved, {}) is None
+
+
+def test_a_file_changed_after_import_turns_the_cache_off(cache, tiny, tmp_path, monkeypatch):
+    module = tmp_path / "changed_helper.py"
+    module.write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("changed_helper")
+    monkeypatch.setattr(executables, "_SEEN", None)  # the modules seen now, this one among them
+    monkeypatch.setattr(rl, "IMPORTED_NS", os.stat(module).st_mtime_ns - 1)
+    try:
+        assert executables.for_run(resolve(tiny), {}) is None
+    finally:
+        sys.modules.pop("changed_helper", None)
+
+
+_RUN = """
+import json, sys
+import jaxrl_fdg as rl
+result = rl.train(rl.TrainConfig(algo=sys.argv[1] + ":SPEC", env="CartPole-v1",
+    total_steps=2 * 8 * 2, num_envs=2, rollout_len=8, out=None, progress=False))
+print(json.dumps(result.summary["executables"]))
+"""
+
+
+@pytest.mark.full
+def test_a_changed_algorithm_file_misses_in_a_fresh_process(tmp_path):
+    algorithm = tmp_path / "vtrace.py"
+    shutil.copy(ROOT / "examples" / "vtrace.py", algorithm)
+    env = {**os.environ, executables.SWITCH: "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+
+    def run() -> str:
+        proc = subprocess.run(
+            [sys.executable, "-c", _RUN, str(algorithm)],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert run() == "stored"
+    assert run() == "loaded"
+    algorithm.write_text(algorithm.read_text() + "\n# a comment: the file changed\n")
+    assert run() == "stored"
