@@ -322,6 +322,24 @@ def compile_cache(r: dict[str, dict]) -> str:
     )
 
 
+def warm_start(r: dict[str, dict]) -> str:
+    report = r["warm_start.json"]
+    x = report["results"]
+    names = {
+        "cold": "none (cold)",
+        "jax-cache": "JAX's compilation cache (the executable cache off)",
+        "executable-cache": "JAX's and the executable cache",
+    }
+    rows = [[names[k], _s(x[k]["start_s"]), _s(x[k]["compile_s"])] for k in names]
+    c = report["config"]
+    return (
+        f"`jaxrl-fdg train` ({c['algo']} on {c['env']}) in fresh processes, by what its caches "
+        f"hold; medians of {c['repeats']} repeats, the states taking turns. Importing what "
+        f"`train` imports before it starts takes {_s(x['import_s']['median'])} s of each.\n\n"
+        + _table(["caches", "launch to first iteration s", "compile s"], rows)
+    )
+
+
 def compile_options(r: dict[str, dict]) -> str:
     report = r["compile_options.json"]
     rows = []

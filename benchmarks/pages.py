@@ -219,6 +219,12 @@ def pages() -> tuple[Page, ...]:
                     "python benchmarks/compile_cache.py",
                 ),
                 Section(
+                    "Warm start: launch to the first iteration",
+                    ("warm_start.json",),
+                    tables.warm_start,
+                    "python benchmarks/warm_start.py",
+                ),
+                Section(
                     "Compiler options, paired",
                     ("compile_options.json",),
                     tables.compile_options,

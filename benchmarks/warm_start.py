@@ -1,0 +1,131 @@
+"""Launch to the first iteration of ``jaxrl-fdg train`` (default PPO on CartPole-v1), in fresh
+processes, by what the caches hold: nothing (``cold``), JAX's compilation cache only (the
+executable cache off: what every run met before it existed), and both (``executable-cache``).
+
+    python benchmarks/warm_start.py               # writes benchmarks/results/warm_start.json
+    python benchmarks/warm_start.py --repeats 2   # a quick look
+
+**What is measured.** Each run is ``python -m jaxrl_fdg train --total-steps N --out DIR
+--no-progress`` in a fresh process, its caches in a fresh ``XDG_CACHE_HOME``; a warm state is
+made by one run of the same command before, to its end. ``start_s``: launch until the training
+loop started, as ``benchmarks/time_to_result.py`` measures it (the first metrics row's time, as
+this process sees it appear, less the row's own ``wall_s``). ``compile_s``: the run's own figure
+(``summary.json``), the wall time it waited for its programs. ``import_s``: a fresh process that
+imports what ``train`` imports before it starts (``jaxrl_fdg.cli.common``, the runner), less a
+fresh process that imports nothing. The states take turns in each repeat (cold, JAX's cache,
+both), so a slower minute of the machine is shared; medians over repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from time_to_result import Tail, _environ, watch
+
+RESULTS = Path(__file__).parent / "results"
+STATES = ("cold", "jax-cache", "executable-cache")
+TOTAL_STEPS = 40_960  # two metrics rows of the default PPO; the first comes after 20,480 steps
+
+
+def once(state: str, budget_s: float) -> dict:
+    """One measured run in ``state``, after the run that fills its caches (none when cold)."""
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as cache:
+        out = Path(out)
+        env = _environ(Path(cache))
+        env["JAXRL_FDG_EXECUTABLE_CACHE"] = "0" if state == "jax-cache" else "1"
+        command = [sys.executable, "-m", "jaxrl_fdg", "train", "--total-steps", str(TOTAL_STEPS)]
+        command += ["--out", str(out), "--no-progress", "--run-name"]
+        if state != "cold":
+            subprocess.run([*command, "prime"], cwd=out, env=env, check=True, capture_output=True)
+        tail, seen = Tail(out / "run" / "metrics.jsonl"), {}
+
+        def first_row(elapsed: float) -> dict | None:
+            for line in tail.lines():
+                seen.setdefault("first", (elapsed, json.loads(line)))
+            return None  # the run goes on to its end, for its summary
+
+        # cwd: not the repository, whose jaxrl_fdg/ folder `-m` would import before the install
+        watched = watch([*command, "run"], cwd=out, env=env, budget_s=budget_s, check=first_row)
+        summary = json.loads((out / "run" / "summary.json").read_text())
+    elapsed, row = seen["first"]
+    return {
+        "start_s": elapsed - row["wall_s"],
+        "compile_s": summary["compile_s"],
+        "executables": summary.get("executables"),
+        "stop": watched.stop,
+    }
+
+
+def import_seconds() -> float:
+    """A fresh process importing what ``train`` imports before it starts, less an empty one."""
+
+    def wall(code: str) -> float:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=tempfile.gettempdir())
+        return time.perf_counter() - start
+
+    both = [
+        (wall("import jaxrl_fdg.cli.common, jaxrl_fdg.run.runner, jaxrl_fdg.cli.train"), wall(""))
+        for _ in range(3)
+    ]
+    return statistics.median(a - b for a, b in both)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--budget-s", type=float, default=300.0)
+    parser.add_argument("--out", default=str(RESULTS / "warm_start.json"))
+    args = parser.parse_args()
+
+    from jaxrl_fdg.profiling import write_report
+
+    runs: dict[str, list[dict]] = {state: [] for state in STATES}
+    imports = []
+    for repeat in range(args.repeats):
+        for state in STATES:
+            runs[state].append(once(state, args.budget_s))
+            print(f"repeat {repeat} {state}: {runs[state][-1]}", flush=True)
+        imports.append(import_seconds())
+    results = {
+        state: {
+            "start_s": statistics.median(r["start_s"] for r in measured),
+            "compile_s": statistics.median(r["compile_s"] for r in measured),
+            "executables": sorted({str(r["executables"]) for r in measured}),
+            "runs": measured,
+        }
+        for state, measured in runs.items()
+    }
+    results["import_s"] = {"median": statistics.median(imports), "runs": imports}
+    write_report(
+        args.out,
+        "warm_start",
+        {
+            "algo": "ppo",
+            "env": "CartPole-v1",
+            "total_steps": TOTAL_STEPS,
+            "repeats": args.repeats,
+            "python": sys.executable,
+            "cpus": os.cpu_count(),
+        },
+        results,
+        target="executable-cache start_s <= 1.0 s (issue 53)",
+    )
+    print("| caches | launch to first iteration s | compile s |")
+    print("|---|---:|---:|")
+    for state in STATES:
+        r = results[state]
+        print(f"| {state} | {r['start_s']:.2f} | {r['compile_s']:.2f} |")
+    print(f"importing what train imports: {results['import_s']['median']:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
