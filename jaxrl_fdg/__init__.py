@@ -17,12 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import time
 from typing import TYPE_CHECKING, Any
-
-# When the package was first imported: a source file changed after it may differ from the code
-# this process runs (the executable cache, jaxrl_fdg.run.executables, is not used then).
-IMPORTED_NS = time.time_ns()
 
 if TYPE_CHECKING:
     from jaxrl_fdg.config import TrainConfig, resolve

@@ -23,8 +23,10 @@ beside JAX's cache (``<cache>-executables/``, at most :data:`MAX_ENTRIES`, the l
 used removed first), atomically; one that cannot be read is removed and the run traces.
 
 What the key cannot see: code changed in memory only (a monkeypatched function, a function
-redefined in a notebook whose module has no file); a source file changed after the process
-imported the package turns the cache off for the process. ``JAXRL_FDG_EXECUTABLE_CACHE=0`` turns
+redefined in a notebook whose module has no file). A module whose source changed after it was
+imported turns the cache off for the process, where Python kept its bytecode (the default), whose
+header says from what source it was compiled; without bytecode (``PYTHONDONTWRITEBYTECODE``)
+such an edit is not seen either. ``JAXRL_FDG_EXECUTABLE_CACHE=0`` turns
 it off; so does turning JAX's persistent cache off. Only the ``scan`` mode opts in
 (``Plan.cacheable``); runs of algorithms or environments registered from Python at run time,
 runs across processes, ``--profile trace`` and ``--debug-nans`` are not cached.
@@ -203,8 +205,8 @@ LIBRARIES = (
 
 
 class ChangedSinceImport(Exception):
-    """A source file changed after this process imported the package: the code it runs may
-    not be the code on disk."""
+    """The source of a module changed after this process imported it: the code it runs is not
+    the code on disk."""
 
 
 def loaded_code() -> dict[str, str]:
@@ -216,20 +218,18 @@ def loaded_code() -> dict[str, str]:
     A module without a file (``python -c``, a notebook) is named without one.
 
     Raises:
-      ChangedSinceImport: an imported file was modified after the package was imported.
+      ChangedSinceImport: the source of an imported module changed after it was imported.
     """
-    import jaxrl_fdg
-
     global _SEEN
     if _SEEN is None:
         _SEEN = tuple(sorted(name for name in list(sys.modules) if "." not in name or
                              not name.startswith(FRAMEWORK)))  # fmt: skip
     python, libraries = _python_roots(), _library_roots()
-    imported = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
-    found = {path: _digest(path, jaxrl_fdg.IMPORTED_NS if path in imported else None)
-             for path in _framework_files()}  # fmt: skip
+    imported = {getattr(m, "__file__", None): m for m in list(sys.modules.values())}
+    found = {path: _digest(path, imported.get(path)) for path in _framework_files()}
     for name in _SEEN:
-        path = getattr(sys.modules.get(name), "__file__", None)
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
         if not isinstance(path, str):
             if name == "__main__":
                 found[name] = "no file"
@@ -237,9 +237,9 @@ def loaded_code() -> dict[str, str]:
             continue  # Python's own (the key holds Python's version)
         elif path.startswith(libraries):
             if "." not in name:
-                found[f"module {name}"] = _stamp(sys.modules[name], path)
+                found[f"module {name}"] = _stamp(module, path)
         elif path.endswith(".py"):
-            found[path] = _digest(path, jaxrl_fdg.IMPORTED_NS)
+            found[path] = _digest(path, module)
     return found
 
 
@@ -254,12 +254,13 @@ def _framework_files() -> list[str]:
     return sorted(files)
 
 
-def _digest(path: str, imported_ns: int | None) -> str:
+def _digest(path: str, module: Any) -> str:
+    """The SHA-256 of source file ``path`` (once per version of the file in this process)."""
     try:
         stat = os.stat(path)
     except OSError:
         return "unreadable"
-    if imported_ns is not None and stat.st_mtime_ns > imported_ns:
+    if module is not None and _changed_since_compiled(module, stat):
         raise ChangedSinceImport(path)
     known = _DIGESTS.get(path)
     if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size):
@@ -270,6 +271,22 @@ def _digest(path: str, imported_ns: int | None) -> str:
         return "unreadable"
     _DIGESTS[path] = (stat.st_mtime_ns, stat.st_size, digest)
     return digest
+
+
+def _changed_since_compiled(module: Any, stat: os.stat_result) -> bool:
+    """Whether ``module``'s source differs from the one its bytecode was compiled from: the
+    cached bytecode's header holds the source's modification time and size when Python compiled
+    it, as it imported the module. Unknown (no bytecode file, hash-based bytecode): ``False``."""
+    cached = getattr(module, "__cached__", None)
+    try:
+        with open(cached, "rb") as f:
+            header = f.read(16)
+    except (OSError, TypeError):
+        return False
+    if len(header) < 16 or int.from_bytes(header[4:8], "little") != 0:
+        return False
+    mtime, size = int.from_bytes(header[8:12], "little"), int.from_bytes(header[12:16], "little")
+    return (int(stat.st_mtime) & 0xFFFFFFFF, stat.st_size & 0xFFFFFFFF) != (mtime, size)
 
 
 def _stamp(module: Any, path: str) -> str:
