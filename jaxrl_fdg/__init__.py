@@ -15,9 +15,9 @@ placements), ``run`` (runner, session, checkpoints, run folders), ``config``, pl
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jaxrl_fdg import lazy
 
 if TYPE_CHECKING:
     from jaxrl_fdg.config import TrainConfig, resolve
@@ -119,17 +119,4 @@ __all__ = [
     "train",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:  # a subpackage or module, as ``rl.config`` or ``rl.core.algorithm``
-        if importlib.util.find_spec(f"{__name__}.{name}") is None:
-            raise AttributeError(f"module 'jaxrl_fdg' has no attribute {name!r}")
-        return importlib.import_module(f"{__name__}.{name}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once loaded, an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy.names(__name__, _MODULE_OF, globals())

@@ -6,9 +6,9 @@ The names below load on first use (PEP 562), so that a light module of this pack
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jaxrl_fdg import lazy
 
 if TYPE_CHECKING:
     from jaxrl_fdg.run.build import build_loop
@@ -26,17 +26,4 @@ _MODULE_OF = {
     "train": "jaxrl_fdg.run.runner",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:  # a subpackage or module, as ``rl.config`` or ``rl.core.algorithm``
-        if importlib.util.find_spec(f"{__name__}.{name}") is None:
-            raise AttributeError(f"module 'jaxrl_fdg.run' has no attribute {name!r}")
-        return importlib.import_module(f"{__name__}.{name}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy.names(__name__, _MODULE_OF, globals())

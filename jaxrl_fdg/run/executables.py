@@ -316,17 +316,11 @@ def _python_roots() -> tuple[str, ...]:
 
 @functools.cache
 def library_versions() -> dict[str, str]:
-    """The installed version of each of :data:`LIBRARIES` (``"-"`` where one is not), once per
-    process: ``{"jax": "0.10.2", "jaxlib": "0.10.2", ...}``."""
-    import importlib.metadata
+    """The installed version of each of :data:`LIBRARIES`, once per process: ``{"jax":
+    "0.10.2", "jaxlib": "0.10.2", ...}``."""
+    from jaxrl_fdg.run import versions
 
-    found = {}
-    for name in LIBRARIES:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = "-"
-    return found
+    return versions.installed(LIBRARIES)
 
 
 def _prune(folder: Path) -> None:

@@ -42,12 +42,7 @@ def current(config: Mapping[str, Any] | None = None) -> dict[str, str]:
     """This process's versions, device and bit-changing settings, and the digests of the code
     ``config`` (a run's resolved mapping) references: ``{"jax": "0.10.2", ..., "device": "cpu",
     "XLA_FLAGS": "", "algo code": "algo.py sha256:9f2c..."}``."""
-    found = {}
-    for name in PACKAGES:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = "not installed"
+    found = installed(PACKAGES)
     device = jax.devices()[0]
     found["python"] = platform.python_version()
     found["device"] = f"{device.platform}: {device.device_kind}"
@@ -55,6 +50,17 @@ def current(config: Mapping[str, Any] | None = None) -> dict[str, str]:
         found[name] = str(getattr(jax.config, name, None))
     found["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "")
     found.update(code_digests(config or {}))
+    return found
+
+
+def installed(distributions: tuple[str, ...]) -> dict[str, str]:
+    """The installed version of each distribution, ``"not installed"`` where one is not."""
+    found = {}
+    for name in distributions:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "not installed"
     return found
 
 
