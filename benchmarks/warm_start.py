@@ -117,7 +117,7 @@ def main() -> None:
             "cpus": os.cpu_count(),
         },
         results,
-        target="executable-cache start_s <= 1.0 s (issue 53)",
+        target="executable-cache start_s <= 1.0 s",
     )
     print("| caches | launch to first iteration s | compile s |")
     print("|---|---:|---:|")
