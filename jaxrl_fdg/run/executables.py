@@ -276,7 +276,10 @@ def _digest(path: str, module: Any) -> str:
 def _changed_since_compiled(module: Any, stat: os.stat_result) -> bool:
     """Whether ``module``'s source differs from the one its bytecode was compiled from: the
     cached bytecode's header holds the source's modification time and size when Python compiled
-    it, as it imported the module. Unknown (no bytecode file, hash-based bytecode): ``False``."""
+    it, as it imported the module. Unknown (no bytecode file, hash-based bytecode, bytecode not
+    written by this process): ``False``."""
+    if sys.dont_write_bytecode:  # a bytecode file there was written by another process
+        return False
     cached = getattr(module, "__cached__", None)
     try:
         with open(cached, "rb") as f:
