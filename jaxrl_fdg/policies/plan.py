@@ -53,7 +53,8 @@ class Plan:
     # Programs whose first argument is a state they replace: donated when large (DONATE_BYTES).
     donating: frozenset[str] = frozenset()
     # How this run's programs were made: "traced" (and lowered), "loaded" from the executable
-    # cache, or traced and "stored" in it ("not stored" where the write failed).
+    # cache, or traced and "stored" in it ("not stored" where a program could not be exported
+    # or the write failed).
     executables: str = "traced"
     # Programs that loop over iterations a number of times known only at run time: XLA's cost
     # analysis counts their loop body once, so their cost is one iteration's, not one call's.
@@ -160,7 +161,7 @@ class Plan:
                 entry = None  # keyed alike, made otherwise: trace
             if entry is not None:
                 self._restore_traced_state(entry.traced)
-                self._compile_each_in_turn(entry.programs)
+                self._compile_exported(entry.programs)
             else:
                 self._exports = {} if cache is not None else None
                 self._compile_all(key, extra)
@@ -193,7 +194,7 @@ class Plan:
     def _restore_traced_state(self, saved: Any) -> None:
         """Set what :meth:`_traced_state` returned, in place of tracing."""
 
-    def _compile_each_in_turn(self, programs: dict[str, Exported]) -> None:
+    def _compile_exported(self, programs: dict[str, Exported]) -> None:
         """Lower each exported program (embedding its StableHLO: nothing of the code that made
         it is traced) and compile it on the worker threads, where JAX's persistent cache
         serves the executable the run that exported it compiled."""

@@ -121,8 +121,7 @@ def start(
     with sweep_errors(resolved), memory_errors(resolved):
         if from_shapes:  # checked for memory before init makes its state
             cache = executables.for_run(resolved, extra)
-            check = lambda p: memory.check_programs(resolved, p)  # noqa: E731
-            state = plan.start(key, extra, check, cache)
+            state = plan.start(key, extra, lambda p: memory.check_programs(resolved, p), cache)
         else:
             state = plan.init(key)
         block_until_ready(state)  # a state too large for memory fails here, not in a chunk
