@@ -34,6 +34,7 @@ runs across processes, ``--profile trace`` and ``--debug-nans`` are not cached.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -92,9 +93,11 @@ class ExecutableCache:
             for program in entry.programs.values():
                 program.args  # noqa: B018 (deserializes: a damaged blob raises here)
         except Exception:  # written by another version, cut short, ...: trace instead
-            self.path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a cache folder this user cannot write
+                self.path.unlink(missing_ok=True)
             return None
-        os.utime(self.path)  # most recently used
+        with contextlib.suppress(OSError):
+            os.utime(self.path)  # most recently used
         self.outcome = "loaded"
         return entry
 

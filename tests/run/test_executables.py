@@ -112,6 +112,21 @@ def test_an_entry_that_does_not_read_is_removed_and_the_run_traces(cache, tiny):
     assert rl.train(tiny).summary["executables"] == "loaded"
 
 
+def test_a_cache_folder_that_cannot_be_written_costs_only_the_trace(cache, tiny, monkeypatch):
+    rl.train(tiny)
+    (entry,) = cache.glob(f"*{executables.SUFFIX}")
+    entry.write_bytes(b"damaged")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    monkeypatch.setattr(Path, "write_bytes", refuse)
+    monkeypatch.setattr(os, "utime", refuse)
+    again = rl.train(tiny)
+    assert (again.summary["status"], again.summary["executables"]) == ("completed", "not stored")
+
+
 def test_the_key_changes_with_jaxlib_jax_settings_xla_flags_and_the_config(tiny, monkeypatch):
     mapping = to_mapping(resolve(tiny))
     key = executables.key_of(mapping, ())
