@@ -24,13 +24,9 @@ from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
 
 
 def gymnax_factory(env_id: str) -> Callable[..., Any]:
-    """The class of gymnax environment ``env_id``, as ``gymnax.make`` would call it.
-
-    One of gymnax's own environments is imported alone (:func:`import_alone`): ``import gymnax``
-    imports every environment it has, and three of them import matplotlib, seaborn and
-    scipy.stats for their rendering helpers, about 2.9 s on a 2-core CPU whichever environment is
-    made. Where gymnax is imported already, or the id is not one of gymnax's own (one a user
-    registered), ``gymnax.make``'s registry is asked.
+    """The class of gymnax environment ``env_id``, as ``gymnax.make`` would call it: one of
+    gymnax's own imported alone (:func:`import_alone`). Where gymnax is imported already, or the
+    id is not one of gymnax's own (one a user registered), ``gymnax.make``'s registry is asked.
 
     Raises:
       UnknownEnvironmentError: ``env_id`` is not registered with gymnax (close matches named).

@@ -46,13 +46,12 @@ class Exported:
     @property
     def out_info(self) -> Any:
         """The shapes the program returns (``jax.ShapeDtypeStruct`` leaves)."""
-        avals = self._program().out_avals
-        return self.out_tree.unflatten([jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+        return _shapes(self.out_tree, self._program().out_avals)
 
     @property
     def args(self) -> tuple:
-        avals = self._program().in_avals
-        return self.in_tree.unflatten([jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+        """The shapes the program takes, as the pytrees it was exported for."""
+        return _shapes(self.in_tree, self._program().in_avals)
 
     def function(self) -> Callable:
         program, out_tree = self._program(), self.out_tree
@@ -67,3 +66,7 @@ class Exported:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["blob"], state["in_tree"], state["out_tree"])
+
+
+def _shapes(tree: Any, avals: Any) -> Any:
+    return tree.unflatten([jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])

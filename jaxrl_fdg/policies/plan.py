@@ -208,9 +208,8 @@ class Plan:
                 compiler.submit(name, lowered, time.perf_counter() - start)
         finally:
             compiler.close()
-        for name in programs:
-            if name in compiler and name != "init" and name not in self._own_names():
-                continue  # the caller's programs keep compiling behind the first chunks
+        # The caller's programs (``extra``) keep compiling behind the first chunks.
+        for name in ["init", *self._own_names()]:
             self._programs[name] = compiler.result(name)
 
     def _export(self, name: str, fn: Callable, args: tuple) -> Exported | None:

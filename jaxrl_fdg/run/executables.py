@@ -135,10 +135,8 @@ def for_run(resolved: Any, extra: Mapping[str, Any]) -> ExecutableCache | None:
 
     try:
         key = key_of(to_mapping(resolved), tuple(extra))
-    except ChangedSinceImport:  # the key would describe the file, not the code that runs
-        return None
-    except Exception:  # a JAX without one of the settings read: run without the cache
-        return None
+    except Exception:  # ChangedSinceImport (the key would describe the file, not the code
+        return None  # that runs), or a JAX without one of the settings read
     return ExecutableCache(directory(Path(compile_cache)), key)
 
 
