@@ -17,6 +17,12 @@ class GraphError(ConfigError):
     before anything is traced; the message names the fragments and edges involved."""
 
 
+class SpaceMismatch(ConfigError):
+    """An algorithm that cannot act in an environment's action space (DQN on a Box, SAC on a
+    Discrete): the pair does not fit, whatever the other settings. An experiment's grid leaves
+    such a cell out and says so, where any other :class:`ConfigError` stops it."""
+
+
 class OutOfMemory(RuntimeError):
     """A device ran out of memory while a run trained; the message names the settings to
     reduce. (Where it can be predicted, before the run trains, it is a :class:`ConfigError`.)"""

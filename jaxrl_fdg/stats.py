@@ -6,7 +6,8 @@ pins ``arch<8``, whose releases fail to import beside pandas 3):
 
 - IQM, the interquartile mean: the mean of the middle 50% of all run scores (25% trimmed from
   each end, ``scipy.stats.trim_mean``). Robust to an outlier seed, yet uses half the runs.
-- mean and median of all run scores.
+- mean and median: of the tasks' mean scores (each stratum's mean first, as rliable's
+  ``aggregate_mean`` and ``aggregate_median`` do); with one task, both are that task's mean.
 - optimality gap: ``γ − mean(min(score, γ))``, how far runs fall short of a target ``γ``
   (1 for scores normalized to ``[0, 1]``); only meaningful for normalized scores.
 - performance profile: ``P(score > τ)`` for each threshold ``τ``, the run-score distribution.
@@ -53,19 +54,29 @@ def optimality_gap(scores: np.ndarray, axis: int = -1, gamma: float = 1.0) -> np
     return gamma - np.mean(np.minimum(scores, gamma), axis=axis)
 
 
-_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
-    "median": lambda s, axis: np.median(s, axis=axis),
+_POOLED: dict[str, Callable[..., np.ndarray]] = {
     "iqm": iqm,
-    "mean": lambda s, axis: np.mean(s, axis=axis),
     "optimality_gap": optimality_gap,
+}
+_OF_TASK_MEANS: dict[str, Callable[..., np.ndarray]] = {
+    "median": lambda means: np.median(means, axis=-1),
+    "mean": lambda means: np.mean(means, axis=-1),
 }
 
 
 def aggregate(strata: Sequence[np.ndarray], names: Sequence[str] = AGGREGATES) -> np.ndarray:
-    """``names``' statistics of the pooled scores of ``strata`` (each ``[..., runs]``), stacked:
-    ``[len(names), ...]``."""
-    pooled = np.concatenate([np.asarray(s, float) for s in strata], axis=-1)
-    return np.stack([_FUNCTIONS[name](pooled, axis=-1) for name in names])
+    """``names``' statistics of ``strata`` (each ``[..., runs]``, one per task), stacked:
+    ``[len(names), ...]``. IQM and optimality gap pool every run; mean and median are taken
+    over the tasks' means, as rliable defines them."""
+    data = [np.asarray(s, float) for s in strata]
+    pooled = np.concatenate(data, axis=-1)
+    means = np.stack([np.mean(s, axis=-1) for s in data], axis=-1)
+    return np.stack(
+        [
+            _POOLED[name](pooled, axis=-1) if name in _POOLED else _OF_TASK_MEANS[name](means)
+            for name in names
+        ]
+    )
 
 
 def interval_estimates(
@@ -137,3 +148,33 @@ def _bootstrap(strata, statistic, resamples, confidence, seed) -> tuple[np.ndarr
         rng=np.random.default_rng(seed),
     )
     return np.asarray(result.confidence_interval.low), np.asarray(result.confidence_interval.high)
+
+
+def probability_of_improvement(
+    x: Sequence[np.ndarray],
+    y: Sequence[np.ndarray],
+    *,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> Interval:
+    """``P(X > Y)``: the probability that a run of algorithm X scores above a run of Y on a
+    task drawn at random, a tie counting half (the Mann-Whitney U statistic over ``N·K`` pairs,
+    averaged over tasks), with its stratified bootstrap interval: X's and Y's runs on each task
+    are resampled independently. ``x[m]`` and ``y[m]`` are the runs on task ``m``.
+    E.g. ``x = [[2, 3]], y = [[1, 3]]``: pairs 2>1, 2<3, 3>1, 3=3 give ``(1 + 0 + 1 + ½)/4``."""
+    if len(x) != len(y):
+        raise ValueError(f"x has {len(x)} tasks and y {len(y)}")
+    tasks = len(x)
+
+    def statistic(*strata: np.ndarray) -> np.ndarray:  # [..., runs] each -> [1, ...]
+        per_task = []
+        for a, b in zip(strata[:tasks], strata[tasks:], strict=True):
+            a, b = np.broadcast_arrays(a[..., :, None], b[..., None, :])
+            per_task.append(np.mean((a > b) + 0.5 * (a == b), axis=(-2, -1)))
+        return np.mean(per_task, axis=0)[None]
+
+    data = [np.asarray(s, float) for s in (*x, *y)]
+    point = float(statistic(*data)[0])
+    low, high = _bootstrap(data, statistic, resamples, confidence, seed)
+    return Interval(point, float(low[0]), float(high[0]))

@@ -61,7 +61,7 @@ from jaxrl_fdg.core.names import (
     VALUE,
 )
 from jaxrl_fdg.envs.spaces import Box, Discrete
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, SpaceMismatch
 from jaxrl_fdg.fragments import losses, normalization
 from jaxrl_fdg.fragments.actor_critic_policy import Batch, Policy, Sequences
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSO_HELP, TORSOS, check_torso
@@ -126,12 +126,12 @@ def check(name: str, ctx: AlgorithmContext[ActorCriticConfig]) -> None:
     space = ctx.action_space
     if isinstance(space, Box):
         if len(space.shape) != 1:
-            raise ConfigError(
+            raise SpaceMismatch(
                 f"{name} needs a Discrete or a one-dimensional Box action space, "
                 f"got a Box of shape {tuple(space.shape)}"
             )
     elif not isinstance(space, Discrete):
-        raise ConfigError(
+        raise SpaceMismatch(
             f"{name} needs a Discrete or Box action space, got {type(space).__name__}"
         )
     hp = ctx.hparams

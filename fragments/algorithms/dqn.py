@@ -39,7 +39,7 @@ from jaxrl_fdg.core.names import (
 )
 from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Discrete
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import SpaceMismatch
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.algorithms import offpolicy
 from jaxrl_fdg.fragments.networks import (
@@ -136,7 +136,7 @@ def check(ctx: AlgorithmContext[DQNConfig]) -> None:
 def check_discrete(ctx: AlgorithmContext[DQNConfig], name: str) -> None:
     """The checks of every Q-learning variant: discrete actions, then the off-policy ones."""
     if not isinstance(ctx.action_space, Discrete):
-        raise ConfigError(
+        raise SpaceMismatch(
             f"{name} needs a Discrete action space, got {type(ctx.action_space).__name__}"
         )
     check_torso(ctx.hparams.torso, ctx.observation_space)

@@ -42,7 +42,7 @@ from jaxrl_fdg.core.names import (
 )
 from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Box, Discrete
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import ConfigError, SpaceMismatch
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.normalization import Normalized as Normalized
 from jaxrl_fdg.fragments.normalization import normalized_observations as normalized_observations
@@ -186,7 +186,7 @@ def check(ctx: AlgorithmContext[OffPolicyConfig]) -> None:
 def check_box(name: str, space: Any) -> None:
     """Continuous-control algorithms need a bounded Box action space."""
     if not isinstance(space, Box):
-        raise ConfigError(f"{name} needs a Box action space, got {type(space).__name__}")
+        raise SpaceMismatch(f"{name} needs a Box action space, got {type(space).__name__}")
     low, high = jnp.asarray(space.low), jnp.asarray(space.high)
     if not (bool(jnp.all(jnp.isfinite(low))) and bool(jnp.all(jnp.isfinite(high)))):
         raise ConfigError(f"{name} needs a bounded action space, got low={low}, high={high}")

@@ -42,7 +42,7 @@ from jaxrl_fdg.core.names import (
 )
 from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Discrete
-from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.errors import SpaceMismatch
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 from jaxrl_fdg.fragments.minibatch import minibatch_epochs
@@ -104,7 +104,7 @@ class PQNConfig:
 def check(ctx: AlgorithmContext[PQNConfig]) -> None:
     """Reject configurations PQN cannot run, before anything is compiled."""
     if not isinstance(ctx.action_space, Discrete):
-        raise ConfigError(
+        raise SpaceMismatch(
             f"pqn needs a Discrete action space (it takes max_a Q over a finite set of actions), "
             f"got {type(ctx.action_space).__name__}; for continuous actions use sac, td3, ddpg "
             f"or ppo"

@@ -1,5 +1,5 @@
 """The ``jaxrl-fdg`` command: ``train``, ``evaluate``, ``list``, ``graph``, ``profile``, ``plot``,
-``compare``, ``check-env``.
+``compare``, ``check-env``, ``experiment``, ``report``.
 
 Where a command writes is its ``--out``: the parent folder of run folders for ``train`` and
 ``profile``, the image file for ``plot`` and ``compare``.
@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = [a for a in args if a != "--traceback"]
     try:
         with signals.Signals() as stop:
+            signals.tie_to_parent()
             # A signal waits for the imports' end: raised inside one, numpy or a C extension
             # turns it into an ImportError, or aborts the process.
             with stop.critical():
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     from jaxrl_fdg import compare
-    from jaxrl_fdg.cli import check_env, evaluate, graph, listing, plot, profile, train
+    from jaxrl_fdg.cli import check_env, evaluate, experiment, graph, listing, plot, profile, train
 
     if argv[:1] == ["train"]:
         return train.run(argv[1:])
@@ -78,13 +79,15 @@ def _dispatch(argv: list[str]) -> int:
         "evaluate": lambda: evaluate.run(args),
         "compare": lambda: compare.run(args),
         "check-env": lambda: check_env.run(args),
+        "experiment": lambda: experiment.run(args),
+        "report": lambda: experiment.report(args),
     }
     return commands[args.command]()
 
 
 def _parser() -> argparse.ArgumentParser:
     from jaxrl_fdg import compare
-    from jaxrl_fdg.cli import check_env, evaluate, plot, profile
+    from jaxrl_fdg.cli import check_env, evaluate, experiment, plot, profile
 
     parser = argparse.ArgumentParser(
         prog="jaxrl-fdg",
@@ -134,6 +137,32 @@ def _parser() -> argparse.ArgumentParser:
             "against their space, rewards and flags, NaNs, determinism, jit and vmap, the "
             "auto-reset and time limit, the action mask and info. Exits 0 where every check "
             "passes, 1 where a contract is broken, 2 for a bad name or value.",
+            allow_abbrev=False,
+        )
+    )
+    experiment.add_arguments(
+        sub.add_parser(
+            "experiment",
+            help="run a grid of algorithms × environments × seeds, resumably; or `experiment "
+            "status DIR`",
+            description="Run an experiment: every (algorithm, environment, setting) cell of "
+            "FILE's grid is one run folder in DIR/cells with its seeds trained as lanes of one "
+            "program. Running the same command again skips the cells done, resumes the ones "
+            "with a checkpoint and starts the rest. `jaxrl-fdg experiment status DIR` shows "
+            "each cell's state. Exits 0 when every cell is done, 1 when one failed, 2 for a "
+            "bad file or value (before anything runs).",
+            allow_abbrev=False,
+        )
+    )
+    experiment.add_report_arguments(
+        sub.add_parser(
+            "report",
+            help="an experiment's (or run folders') statistics: normalised IQM, profiles, "
+            "probability of improvement, curves",
+            description="Write report.md, report.html, report.json and figures/: per-"
+            "environment normalised scores, IQM, mean, median and optimality gap with "
+            "stratified bootstrap intervals, performance profiles, probability of improvement "
+            "between algorithms, sample-efficiency and per-environment curves.",
             allow_abbrev=False,
         )
     )

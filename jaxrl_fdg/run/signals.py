@@ -165,6 +165,24 @@ class Signals:
                 raise_for(signum)
 
 
+PARENT_VARIABLE = "JAXRL_FDG_PARENT_PID"
+_PR_SET_PDEATHSIG = 1
+
+
+def tie_to_parent() -> None:
+    """Where ``JAXRL_FDG_PARENT_PID`` names this process's parent (an experiment's cell, Linux
+    only): receive SIGTERM when that parent dies, even by ``kill -9``, and so stop at the next
+    safe point with a checkpoint. A parent already gone by now ends this process at once."""
+    parent = os.environ.pop(PARENT_VARIABLE, None)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if str(os.getppid()) != parent:
+        raise_for(signal.SIGTERM)
+
+
 def stop_message(signum: int) -> None:
     name = signal.Signals(signum).name
     print(

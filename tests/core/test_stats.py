@@ -12,7 +12,8 @@ RESAMPLES = 2000
 
 def test_aggregates_known_answers():
     scores = np.arange(1.0, 9.0)  # 1 .. 8
-    # IQM: 2 of 8 cut from each end, mean(3, 4, 5, 6) = 4.5; median (4 + 5) / 2 = 4.5.
+    # IQM: 2 of 8 cut from each end, mean(3, 4, 5, 6) = 4.5; mean 4.5, and the median of one
+    # task is its mean (rliable takes it over the tasks' means).
     np.testing.assert_allclose(stats.aggregate([scores], ("iqm", "median", "mean")), 4.5)
     # 1..7 and 100: the outlier moves the mean by 11.5, the IQM not at all.
     outlier = np.array([1, 2, 3, 4, 5, 6, 7, 100.0])
@@ -25,7 +26,8 @@ def test_aggregates_known_answers():
 def test_interval_is_scipys_percentile_bootstrap():
     scores = np.array([0.1, 0.4, 0.35, 0.8, 0.9, 0.2, 0.55, 0.6, 0.95, 0.05])
     ours = stats.interval_estimates([scores], resamples=RESAMPLES, seed=3)
-    for name, function in (("iqm", stats.iqm), ("mean", np.mean), ("median", np.median)):
+    # With one task, the median (rliable's: over the tasks' means) is that task's mean.
+    for name, function in (("iqm", stats.iqm), ("mean", np.mean), ("median", np.mean)):
         theirs = scipy_stats.bootstrap(
             (scores,),
             function,
@@ -39,11 +41,14 @@ def test_interval_is_scipys_percentile_bootstrap():
 
 
 def test_bootstrap_is_stratified():
-    # Every resample keeps 4 runs of the first stratum and 2 of the second, so the pooled mean is
-    # 2/6 in all of them: a zero-width interval. Pooling before resampling would vary it.
+    # Every resample keeps 4 runs of the first stratum and 2 of the second, so the pooled IQM
+    # (of 0, 0, 0, 0, 1, 1: the middle four are 0, 0, 0, 1) is 1/4 in all of them: a zero-width
+    # interval. Pooling before resampling would vary it. The mean, over the tasks' means, is 1/2.
     strata = [np.zeros(4), np.ones(2)]
+    iqm = stats.interval_estimates(strata, ("iqm",), resamples=RESAMPLES)["iqm"]
+    assert iqm == pytest.approx((1 / 4, 1 / 4, 1 / 4))
     mean = stats.interval_estimates(strata, ("mean",), resamples=RESAMPLES)["mean"]
-    assert mean == pytest.approx((1 / 3, 1 / 3, 1 / 3))
+    assert mean == pytest.approx((1 / 2, 1 / 2, 1 / 2))
     pooled = stats.interval_estimates([np.concatenate(strata)], ("mean",), resamples=RESAMPLES)[
         "mean"
     ]
@@ -67,12 +72,12 @@ def test_a_stratum_of_one_run_is_held_fixed():
     ours = stats.interval_estimates([a, np.array([20.0])], ("mean",), seed=2)["mean"]
     theirs = scipy_stats.bootstrap(
         (a,),
-        lambda x, axis: np.mean(np.concatenate([x, np.full((*x.shape[:-1], 1), 20.0)], -1), -1),
+        lambda x, axis: (np.mean(x, axis=axis) + 20.0) / 2,  # the mean of the tasks' means
         n_resamples=stats.RESAMPLES,
         method="percentile",
         rng=np.random.default_rng(2),
     ).confidence_interval
-    assert ours.point == 7.2 and (ours.low, ours.high) == pytest.approx((theirs.low, theirs.high))
+    assert ours.point == 12.0 and (ours.low, ours.high) == pytest.approx((theirs.low, theirs.high))
     one = stats.interval_estimates([np.array([3.0])])  # nothing to resample anywhere
     assert all(e == (3.0, 3.0, 3.0) for name, e in one.items() if name != "optimality_gap")
 
