@@ -1199,3 +1199,23 @@ def _time_to_result_row(x: dict, over: list[dict | None]) -> list[str]:
         ratio_cell,
         x.get("settings", ""),
     ]
+
+
+def experiment(r: dict[str, dict]) -> str:
+    """A suite's report (``jaxrl-fdg report``): its tables, then its figures."""
+    from jaxrl_fdg.experiment import report as reports
+
+    ((name, result),) = r.items()
+    suite = Path(name).parent.name
+    minutes = result.get("wall_s", 0) / 60
+    lines = [
+        f"{result['stamp']['runs']} runs; the experiment took {minutes:.0f} min of wall time "
+        f"(`experiment.toml` beside the file is what ran).",
+        "",
+    ]
+    for heading, note, header, rows in reports.tables(result):
+        lines += [f"**{heading}.** {note}", "", _table(header, rows), ""]
+    for figure, path in result.get("figures", {}).items():
+        title = reports.FIGURE_TITLES[figure]
+        lines += [f"![{title}](img/experiments-{suite}-{Path(path).name})", ""]
+    return "\n".join(lines)

@@ -63,6 +63,11 @@ def _load(report: dict) -> str:
 def _device(report: dict) -> str:
     machine = report.get("machine")
     if not machine:
+        stamp = report.get("stamp", {})
+        if "device" in stamp:  # an experiment's report: what its runs recorded
+            return (
+                f"{stamp['device']}, JAX {stamp.get('jax', '?')}, Python {stamp.get('python', '?')}"
+            )
         return NOT_RECORDED
     if "backend" not in machine:  # an older, shorter record
         return ", ".join(f"{k} {v}" for k, v in machine.items())
@@ -79,8 +84,9 @@ def _device(report: dict) -> str:
 
 
 def stamp(name: str, report: dict) -> str:
-    """``name`` · date · commit · device · load, each as the file recorded it."""
-    recorded = report.get("recorded", {})
+    """``name`` · date · commit · device · load, each as the file recorded it (an experiment's
+    ``report.json`` keeps them in its ``stamp``)."""
+    recorded = report.get("recorded") or report.get("stamp", {})
     date = recorded.get("date") or report.get("date") or NOT_RECORDED
     commit = recorded.get("commit") or report.get("commit") or NOT_RECORDED
     if recorded.get("dirty"):
@@ -111,6 +117,12 @@ def _pbt_files() -> tuple[str, ...]:
 
 def _craftax_accelerator_files() -> tuple[str, ...]:
     return tuple(sorted(p.name for p in RESULTS.glob("craftax_baseline-*.json")))
+
+
+def _experiment_files() -> tuple[str, ...]:
+    return tuple(
+        str(p.relative_to(RESULTS)) for p in sorted(RESULTS.glob("experiments/*/report.json"))
+    )
 
 
 def _measured(section: Section) -> tuple[Section, ...]:
@@ -442,6 +454,26 @@ def pages() -> tuple[Page, ...]:
             ),
         ),
         Page(
+            "experiments",
+            "Experiments",
+            "The shipped suites run as a user runs them (`jaxrl-fdg experiment SUITE`), and the "
+            "report `jaxrl-fdg report` made of each: scores normalised per environment "
+            "(0: the uniform random policy, 1: the suite's reference), aggregates with 95% "
+            "stratified bootstrap intervals, probability of improvement, performance profiles "
+            "and curves. The [tutorial](../tutorials/experiments.md) explains each statistic.",
+            tuple(
+                Section(
+                    f"Suite `{Path(name).parent.name}`",
+                    (name,),
+                    tables.experiment,
+                    json.loads((RESULTS / name).read_text()).get(
+                        "command", "python benchmarks/experiments.py"
+                    ),
+                )
+                for name in _experiment_files()
+            ),
+        ),
+        Page(
             "accelerator",
             "Accelerator suite",
             "`python benchmarks/accelerator.py` runs every benchmark that says something about a "
@@ -465,8 +497,15 @@ def pages() -> tuple[Page, ...]:
 
 
 def images() -> list[Path]:
-    """The result images the pages show (under ``img/``)."""
-    return sorted(RESULTS.glob("*.png"))
+    """The result images the pages show (under ``img/``, named by :func:`image_name`)."""
+    return sorted(RESULTS.glob("*.png")) + sorted(RESULTS.glob("experiments/*/figures/*.png"))
+
+
+def image_name(path: Path) -> str:
+    """An image's name under ``img/``: its own, or ``experiments-SUITE-NAME.png`` for a
+    report's figure."""
+    parts = path.relative_to(RESULTS).parts
+    return path.name if len(parts) == 1 else f"{parts[0]}-{parts[1]}-{path.name}"
 
 
 def render(page: Page) -> str:

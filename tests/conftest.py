@@ -88,6 +88,7 @@ _QUICK = (
     "tests/test_import_graph.py",
 )
 _FULL = (
+    "tests/experiment/test_interrupted.py",
     "tests/envs/test_suites.py",
     "tests/envs/test_check.py",
     "tests/cli/test_check_env.py",

@@ -59,7 +59,9 @@ def on_files(files, config):
         add(f"benchmarks/{page.slug}.md", pages.render(page))
     for image in pages.images():
         files.append(
-            File.generated(config, f"benchmarks/img/{image.name}", abs_src_path=str(image))
+            File.generated(
+                config, f"benchmarks/img/{pages.image_name(image)}", abs_src_path=str(image)
+            )
         )
     return files
 

@@ -15,9 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "file",
         metavar="FILE",
-        help="the experiment file (TOML), or a suite's name: "
-        + ", ".join(f"{name} ({s.description})" for name, s in suites.SUITES.items())
-        + "; or `status DIR`",
+        help=f"the experiment file (TOML), or a suite's name ({', '.join(suites.SUITES)}: "
+        "`jaxrl-fdg list` describes them); or `status DIR`",
     )
     parser.add_argument("folder", nargs="?", metavar="DIR", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -179,7 +178,7 @@ def report(args: argparse.Namespace) -> int:
         args.runs, args.out, metric=args.metric, normalize=reports.parse_normalize(args.normalize)
     )
     out = Path(args.out or args.runs[0])
-    for heading, _, header, rows in reports._tables(result)[:1]:
+    for heading, _, header, rows in reports.tables(result)[:1]:
         print(heading)
         print("  " + " | ".join(header))
         for row in rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg import envs, plugins, policies
 from jaxrl_fdg.core import algorithm as algorithms
+from jaxrl_fdg.experiment.suites import SUITES
 from jaxrl_fdg.policies import FUSION_MODES, PROGRAMS
 
 
@@ -32,6 +33,10 @@ def run() -> int:
     print("fusion modes (most split to most fused; default scan):")
     for mode in FUSION_MODES:
         print(f"  {mode:<10} {PROGRAMS[mode]}")
+    print("experiment suites (jaxrl-fdg experiment SUITE --out DIR, or suite = SUITE in a file):")
+    for name, suite in SUITES.items():
+        print(f"  {name:<10} {suite.description}")
+        print(f"  {'':<10} {len(suite.envs)} envs × {', '.join(suite.algos)}; {suite.seeds} seeds")
     return 0
 
 

@@ -450,7 +450,7 @@ def _cell(e: Mapping[str, float], fmt: str = ".3f") -> str:
     return f"{e['point']:{fmt}} [{e['low']:{fmt}}, {e['high']:{fmt}}]"
 
 
-def _tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[str]]]]:
+def tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[str]]]]:
     """The report's tables as (heading, note, header, rows), for Markdown and HTML alike."""
     out = []
     pct = f"{result['confidence']:.0%}"
@@ -506,7 +506,7 @@ def _tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list
     return out
 
 
-_FIGURE_TITLES = {
+FIGURE_TITLES = {
     "aggregates": "Aggregate scores",
     "profiles": "Performance profiles",
     "improvement": "Probability of improvement",
@@ -528,14 +528,14 @@ def _stamp_line(result: dict[str, Any]) -> str:
 def markdown(result: dict[str, Any]) -> str:
     """The report as Markdown: stamp, tables, figures."""
     lines = [f"# {result['title']}", "", _stamp_line(result), ""]
-    for heading, note, header, rows in _tables(result):
+    for heading, note, header, rows in tables(result):
         lines += [f"## {heading}", "", note, ""]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "|".join("---" for _ in header) + "|")
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         lines.append("")
     for name, path in result["figures"].items():
-        lines += [f"## {_FIGURE_TITLES[name]}", "", f"![{_FIGURE_TITLES[name]}]({path})", ""]
+        lines += [f"## {FIGURE_TITLES[name]}", "", f"![{FIGURE_TITLES[name]}]({path})", ""]
     return "\n".join(lines)
 
 
@@ -550,7 +550,7 @@ def to_html(result: dict[str, Any]) -> str:
         "td{text-align:right}td:first-child{text-align:left}</style></head><body>",
         f"<h1>{e(result['title'])}</h1><p>{e(_stamp_line(result))}</p>",
     ]
-    for heading, note, header, rows in _tables(result):
+    for heading, note, header, rows in tables(result):
         parts.append(f"<h2>{e(heading)}</h2><p>{e(note)}</p><table><tr>")
         parts += [f"<th>{e(h)}</th>" for h in header]
         parts.append("</tr>")
@@ -558,6 +558,6 @@ def to_html(result: dict[str, Any]) -> str:
             parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
         parts.append("</table>")
     for name, path in result["figures"].items():
-        parts.append(f"<h2>{e(_FIGURE_TITLES[name])}</h2><img src='{e(path)}' alt='{e(name)}'>")
+        parts.append(f"<h2>{e(FIGURE_TITLES[name])}</h2><img src='{e(path)}' alt='{e(name)}'>")
     parts.append("</body></html>\n")
     return "\n".join(parts)

@@ -12,7 +12,8 @@ Two attributes on a block's first line change what the tests do with it:
 
 * ``title="name.py"`` on a Python block: a file the page asks the reader to save under that name.
   The tests write it into the page's folder (then run it, so it at least imports), and the blocks
-  after it use it: ``jaxrl-fdg train --algo name.py:SPEC``, ``import name``;
+  after it use it: ``jaxrl-fdg train --algo name.py:SPEC``, ``import name``; on a TOML block
+  (``title="name.toml"``, an experiment file), saved with every ``total_steps`` cut down;
 * ``excerpt="path/in/the/repository.py"``: lines of that file, cut where a line reads ``...``. The
   tests check that they are there, in that order, and do not run them.
 """
@@ -45,6 +46,7 @@ TINY = {
 }
 APPENDED = ("--total-steps", "--num-envs", "--rollout-len")
 TINY_PYTHON = (re.compile(r"total_steps=[0-9_]+"), "total_steps=1024")  # PPO: 2 iterations
+TINY_TOML_STEPS = "2048"  # an experiment file's budgets: `total_steps = N` and its table's rows
 
 
 class Block(NamedTuple):
@@ -57,8 +59,8 @@ class Block(NamedTuple):
 
     @property
     def file(self) -> str | None:
-        """The name a Python block is saved under (its ``title``), or ``None``."""
-        return self.attributes.get("title") if self.language == "python" else None
+        """The name a Python or TOML block is saved under (its ``title``), or ``None``."""
+        return self.attributes.get("title") if self.language in ("python", "toml") else None
 
     @property
     def excerpt(self) -> str | None:
@@ -99,8 +101,24 @@ def save(block: Block, folder: Path) -> Path:
     if not name or Path(name).name != name or name == "examples":
         raise ValueError(f"a file block's title is a plain file name, got {name!r}")
     target = folder / name
-    target.write_text(block.body)
+    body = block.body
+    if block.language == "toml":
+        body = tiny_toml(body)
+    target.write_text(body)
     return target
+
+
+def tiny_toml(text: str) -> str:
+    """An experiment file with every budget cut to :data:`TINY_TOML_STEPS`: the line
+    ``total_steps = N`` and each row of a ``[total_steps]`` table."""
+    lines, table = [], None
+    for line in text.splitlines():
+        header = re.match(r"^\[+([^\]]+)\]+", line)
+        if header:
+            table = header.group(1).strip()
+        budget = line.startswith("total_steps =") or (table == "total_steps" and "=" in line)
+        lines.append(re.sub(r"=\s*[0-9_]+", f"= {TINY_TOML_STEPS}", line) if budget else line)
+    return "\n".join(lines) + "\n"
 
 
 def missing_from_excerpt(block: Block) -> list[str]:

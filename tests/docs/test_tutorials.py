@@ -19,6 +19,7 @@ def test_there_are_tutorials_with_code():
         "add-a-fragment",
         "compare",
         "dict-observations-and-masks",
+        "experiments",
         "extend-a-built-in",
         "host-simulator",
         "own-jax-env",
@@ -39,8 +40,12 @@ def test_every_block_of_a_tutorial_runs(page, tmp_path):
     extra holds every package the tutorials use); excerpts are checked in ``test_readme.py``."""
     docs_code.workspace(tmp_path)
     ran = 0
-    for block in docs_code.fenced(page, "bash", "python"):
+    for block in docs_code.fenced(page, "bash", "python", "toml"):
         if block.excerpt:
+            continue
+        if block.language == "toml":
+            if block.file:
+                docs_code.save(block, tmp_path)
             continue
         if block.language == "python":
             if block.file:
