@@ -254,13 +254,22 @@ def _run_local(
                     free.append(device)
                 _ended(folder, progress, name, proc.returncode, time.monotonic() - began, entry)
     except BaseException:
-        _stop_children(running)
+        try:
+            _stop_children(running)
+        finally:
+            for proc, _, _, _, entry in running.values():
+                if proc.returncode is not None:
+                    _record_end(folder, entry, proc.returncode)
         raise
 
 
-def _ended(folder, progress, name, code: int, seconds: float, entry: dict) -> None:
+def _record_end(folder: ExperimentFolder, entry: dict, code: int) -> None:
     signum = -code if code < 0 else (code - 128 if code > 128 else 0)
     folder.add_attempt({**entry, "ended": time.time(), "exit": code, "signal": signum or None})
+
+
+def _ended(folder, progress, name, code: int, seconds: float, entry: dict) -> None:
+    _record_end(folder, entry, code)
     ok = code == 0 and folder.state(name) == "done"
     progress.ended(name, ok, seconds, "" if ok else f" (exit {code}; log: logs/{name}.log)")
 

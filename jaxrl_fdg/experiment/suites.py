@@ -108,6 +108,7 @@ SUITES: dict[str, Suite] = {
             },
             algos=BUILT_IN_ALGOS,
             seeds=3,
+            eval_every=10_000,
             normalize={
                 "CartPole-v1": (20.2, 500.0),
                 "Acrobot-v1": (-499.1, -100.0),

@@ -47,7 +47,10 @@ def test_kill_9_in_the_middle_then_again_gives_the_uninterrupted_report(tmp_path
     path = tmp_path / "exp.toml"
     path.write_text(FILE)
     whole, cut = tmp_path / "whole", tmp_path / "cut"
-    subprocess.run(_experiment(path, whole), check=True, capture_output=True, timeout=600)
+    # Uninterrupted, two cells at once: the cells' bits do not depend on what runs beside them.
+    subprocess.run(
+        _experiment(path, whole, "--jobs", "2"), check=True, capture_output=True, timeout=600
+    )
 
     driver = subprocess.Popen(
         _experiment(path, cut), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -73,6 +76,33 @@ def test_kill_9_in_the_middle_then_again_gives_the_uninterrupted_report(tmp_path
     ours = _numbers(report.report([cut], resamples=500))
     theirs = _numbers(report.report([whole], resamples=500))
     assert ours == theirs
+
+
+def test_sigterm_stops_the_experiment_and_its_cells_with_checkpoints(tmp_path):
+    path = tmp_path / "exp.toml"
+    path.write_text(FILE)
+    out = tmp_path / "out"
+    driver = subprocess.Popen(
+        _experiment(path, out, "--jobs", "2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not folders.checkpoints(out / "cells" / "ppo-CartPole-v1"):
+        assert driver.poll() is None and time.monotonic() < deadline, "no checkpoint came"
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGTERM)
+    _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+    experiment = folders.ExperimentFolder(out)
+    assert not any(_alive(a["pid"]) for a in experiment.attempts())
+    assert {r["state"] for r in experiment.status()} <= {"resumable", "done"}
+    ends = [a for a in experiment.attempts() if "exit" in a]
+    assert len(ends) == 2  # each cell's end recorded: stopped by the signal (or done before it)
+    assert all(a["signal"] == signal.SIGTERM or a["exit"] == 0 for a in ends)
+    assert any(a["signal"] == signal.SIGTERM for a in ends)
 
 
 def test_the_submitit_executor_runs_each_cell_as_a_job(tmp_path):
