@@ -178,7 +178,13 @@ def parse(
         ),
         run=_run_table(source, "run", merged.get("run", {})),
         settings=_settings(
-            source, {**suite.get("settings", {}), **data.get("settings", {})}, algos, base
+            source,
+            {  # the suite's settings of the algorithms the grid keeps, then the file's
+                **{k: v for k, v in suite.get("settings", {}).items() if k in algos},
+                **data.get("settings", {}),
+            },
+            algos,
+            base,
         ),
         env_options=_by_env(source, "env_options", merged.get("env_options", {}), envs, _table),
         normalize=_by_env(

@@ -97,6 +97,9 @@ def test_named_settings_make_a_cell_each_and_a_config_file_is_read_relative_to_t
 
 def test_a_suite_is_a_file_of_its_own_keys_which_a_file_overrides(tmp_path):
     assert spec.load("minatar").envs == suites.SUITES["minatar"].envs
+    narrowed = spec.parse({"suite": "minatar", "algos": ["pqn"], "total_steps": 500000})
+    assert list(narrowed.settings) == ["pqn"]  # the suite's PPO setting goes with PPO
+    assert narrowed.settings["pqn"][0].values["num_envs"] == 128
     path = tmp_path / "mine.toml"
     path.write_text('suite = "classic"\nalgos = ["ppo"]\ntotal_steps = 1000\nseeds = 2\n')
     experiment = spec.load(path)
@@ -119,3 +122,12 @@ def test_the_classic_suite_runs_every_built_in_algorithm_that_fits_each_env():
     assert by_env["CartPole-v1"] == {"a2c", "c51", "dqn", "impala", "ppo", "pqn"}
     assert by_env["Pendulum-v1"] >= {"ppo", "sac", "td3", "ddpg", "a2c"}
     assert all("action space" in x.reason for x in left_out)
+
+
+def test_the_tutorial_names_every_key_of_the_file():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "tutorials" / "experiments.md").read_text()
+    table = page.split("Every key a file may hold:")[1].split("## Suites")[0]
+    for key in spec.KEYS:
+        assert f"`{key}`" in table or f"`[{key}" in table, key
