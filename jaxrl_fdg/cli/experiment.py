@@ -127,18 +127,12 @@ def status_table(rows: list[dict]) -> str:
     counts = {}
     for row in rows:
         counts[row["state"]] = counts.get(row["state"], 0) + 1
+    from jaxrl_fdg.compare import _Null
+
     console = Console(width=120, record=True, file=_Null())
     console.print(table)
     text = "\n".join(line.rstrip() for line in console.export_text().rstrip().splitlines())
     return text + "\n" + ", ".join(f"{n} {state}" for state, n in counts.items())
-
-
-class _Null:
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:

@@ -346,19 +346,8 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
         fig = Figure(figsize=(2.6 * len(names), 1.2 + 0.4 * len(aggregates)), layout="constrained")
         axes = np.atleast_1d(fig.subplots(1, len(names)))
         for ax, name in zip(axes, names, strict=True):
-            for i, (label, estimates) in enumerate(aggregates.items()):
-                e = estimates[name]
-                ax.barh(
-                    i,
-                    e["high"] - e["low"],
-                    left=e["low"],
-                    height=0.6,
-                    color=colors[label],
-                    alpha=0.6,
-                )
-                ax.plot([e["point"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+            _intervals(ax, [(est[name], colors[label]) for label, est in aggregates.items()])
             ax.set_yticks(range(len(aggregates)), list(aggregates) if ax is axes[0] else [])
-            ax.invert_yaxis()
             ax.set_title(_TITLES[name])
             ax.grid(axis="x", alpha=0.3)
         save(fig, "aggregates.png")
@@ -369,8 +358,7 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
         tau = np.array(profiles["thresholds"])
         for label in aggregates:
             p = profiles[label]
-            ax.plot(tau, p["fraction"], color=colors[label], label=label)
-            ax.fill_between(tau, p["low"], p["high"], color=colors[label], alpha=0.2)
+            _line(ax, tau, p["fraction"], p["low"], p["high"], colors[label], label)
         ax.set_xlabel(f"{_scale(result)} score τ")
         ax.set_ylabel("fraction of runs with score > τ")
         ax.legend(fontsize=8)
@@ -381,20 +369,10 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
             pairs = result["improvement"]
             fig = Figure(figsize=(5, 0.8 + 0.35 * len(pairs)), layout="constrained")
             ax = fig.subplots()
-            for i, p in enumerate(pairs):
-                ax.barh(
-                    i,
-                    p["high"] - p["low"],
-                    left=p["low"],
-                    height=0.6,
-                    color=colors[p["x"]],
-                    alpha=0.6,
-                )
-                ax.plot([p["point"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+            _intervals(ax, [(p, colors[p["x"]]) for p in pairs])
             ax.set_yticks(range(len(pairs)), [f"P({p['x']} > {p['y']})" for p in pairs])
             ax.axvline(0.5, color="gray", linestyle="--", linewidth=1)
             ax.set_xlim(0, 1)
-            ax.invert_yaxis()
             ax.set_xlabel("probability of improvement")
             save(fig, "improvement.png")
 
@@ -404,8 +382,7 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
         x = np.array(eff["env_steps"])
         for label in aggregates:
             c = eff[label]
-            ax.plot(x, c["iqm"], color=colors[label], label=label)
-            ax.fill_between(x, c["low"], c["high"], color=colors[label], alpha=0.2)
+            _line(ax, x, c["iqm"], c["low"], c["high"], colors[label], label)
         ax.set_xlabel("env steps (per seed)")
         ax.set_ylabel(f"IQM of {_scale(result)} {eff['metric']}")
         ax.legend(fontsize=8)
@@ -426,8 +403,7 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
             if not mine:
                 continue
             b = plots.band(mine, metric, "step", ci="iqm" if len(mine) > 1 else "std")
-            ax.plot(b.x, b.center, color=colors[label], label=label)
-            ax.fill_between(b.x, b.low, b.high, color=colors[label], alpha=0.2)
+            _line(ax, b.x, b.center, b.low, b.high, colors[label], label)
         ax.set_title(env, fontsize=9)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
@@ -437,6 +413,19 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
     axes[0].legend(fontsize=8)
     save(fig, "curves.png")
     return made
+
+
+def _intervals(ax, rows: list[tuple[Mapping[str, float], str]]) -> None:
+    """One bar per row, top to bottom: its interval shaded, its point a black tick."""
+    for i, (e, color) in enumerate(rows):
+        ax.barh(i, e["high"] - e["low"], left=e["low"], height=0.6, color=color, alpha=0.6)
+        ax.plot([e["point"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+    ax.invert_yaxis()
+
+
+def _line(ax, x, center, low, high, color: str, label: str) -> None:
+    ax.plot(x, center, color=color, label=label)
+    ax.fill_between(x, low, high, color=color, alpha=0.2)
 
 
 def _scale(result: dict[str, Any]) -> str:
@@ -457,18 +446,26 @@ def tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
     if "aggregates" in result:
         aggregates = result["aggregates"]
         names = list(next(iter(aggregates.values())))
-        runs = {
-            label: sum(v["runs"] for v in result["per_env"][label].values()) for label in aggregates
-        }
+        per_env = result["per_env"]
+        runs = {label: sum(v["runs"] for v in per_env[label].values()) for label in aggregates}
+        task_sets = {frozenset(per_env[label]) for label in aggregates}
+        caution = (
+            " The algorithms ran on different sets of environments (pairs that do not fit are "
+            "left out): each aggregate is over its own; P(X > Y) below uses the environments "
+            "both ran."
+            if len(task_sets) > 1
+            else ""
+        )
         out.append(
             (
                 "Aggregate scores",
                 f"{_scale(result).capitalize()} final {result['metric']} over all runs and "
                 f"environments; {pct} stratified bootstrap intervals ({result['resamples']} "
-                "resamples). Lower is better for the optimality gap.",
-                ["algorithm", "runs", *[_TITLES[n] for n in names]],
+                f"resamples). Lower is better for the optimality gap.{caution}",
+                ["algorithm", "envs", "runs", *[_TITLES[n] for n in names]],
                 [
-                    [label, str(runs[label]), *[_cell(est[n]) for n in names]]
+                    [label, str(len(per_env[label])), str(runs[label])]
+                    + [_cell(est[n]) for n in names]
                     for label, est in aggregates.items()
                 ],
             )
