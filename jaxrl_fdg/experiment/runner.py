@@ -20,7 +20,9 @@ Executors:
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -172,12 +174,20 @@ def _executor(options: Options) -> Callable[[ExperimentFolder, list[str], _Progr
         devices = options.devices if options.devices is not None else visible_gpus()
         jobs = options.jobs or max(1, len(devices))
         return lambda folder, todo, progress: _run_local(folder, todo, progress, jobs, devices)
-    try:
-        import submitit  # noqa: F401
-    except ImportError:
+    # Found, not imported: importing submitit reconfigures logging (dictConfig), closing every
+    # handler the process had; it is imported when the jobs are submitted.
+    if importlib.util.find_spec("submitit") is None:
         raise ConfigError(
             f"--executor {options.executor} needs submitit: pip install 'jaxrl-fdg[slurm]'"
-        ) from None
+        )
+    if options.executor == "slurm":
+        missing = [tool for tool in ("sbatch", "srun") if shutil.which(tool) is None]
+        if missing:
+            raise ConfigError(
+                "--executor slurm submits with SLURM's sbatch and srun, not on this machine's "
+                f"PATH (missing: {', '.join(missing)}): run the command on the cluster's login "
+                "node (--executor submitit-local runs the same jobs here)"
+            )
     return lambda folder, todo, progress: _run_submitit(folder, todo, progress, options)
 
 

@@ -114,3 +114,13 @@ def test_a_bad_file_stops_before_anything_runs(tmp_path, capsys):
     assert main(["experiment", str(path)]) == 2
     assert "--out DIR" in capsys.readouterr().err
     assert main(["report", str(tmp_path)]) == 2
+    path.write_text(FILE)
+    argv = ["experiment", str(path), "--out", str(tmp_path / "out"), "--executor", "slurm"]
+    if __import__("shutil").which("sbatch") is None:
+        assert main(argv) == 2
+        assert "sbatch and srun" in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()
+    assert main([*argv[:-1], "nowhere"]) == 2
+    assert "--executor 'nowhere' is not one of local, submitit-local, slurm" in (
+        capsys.readouterr().err
+    )
