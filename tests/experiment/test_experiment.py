@@ -54,30 +54,6 @@ def test_every_cell_runs_once_and_a_second_command_runs_none(experiment, capsys)
     assert "2 done" in capsys.readouterr().out
 
 
-def test_a_changed_cell_is_refused_unless_new_which_sets_the_old_folder_aside(
-    experiment, tmp_path, capsys
-):
-    path, out = experiment
-    changed = tmp_path / "changed.toml"
-    changed.write_text(
-        FILE.replace('algos = ["ppo", "a2c"]', 'algos = ["ppo"]').replace(
-            "total_steps = 2048", "total_steps = 1024"
-        )
-    )
-    capsys.readouterr()
-    assert main(["experiment", str(changed), "--out", str(out)]) == 2
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1
-    assert "(ppo-CartPole-v1: " in error and "total_steps 2048 -> 1024" in error
-    assert "--new" in error
-    assert main(["experiment", str(changed), "--out", str(out), "--new"]) == 0
-    assert [p.name.startswith("ppo-CartPole-v1-") for p in (out / "replaced").iterdir()] == [True]
-    rows = {r["cell"]: r for r in folders.ExperimentFolder(out).status()}
-    assert list(rows) == ["ppo-CartPole-v1"] and rows["ppo-CartPole-v1"]["env_steps"] == 1024
-    # Back to the file the report below reads: its a2c cell is still done, ppo runs again.
-    assert main(["experiment", str(path), "--out", str(out), "--new"]) == 0
-
-
 def test_the_report_holds_normalised_aggregates_profiles_and_improvement(experiment, capsys):
     _, out = experiment
     capsys.readouterr()
@@ -102,6 +78,28 @@ def test_the_report_holds_normalised_aggregates_profiles_and_improvement(experim
     text = (out / "report.md").read_text()
     assert "## Probability of improvement" in text and result["stamp"]["date"] in text
     assert "<table>" in (out / "report.html").read_text()
+
+
+def test_a_changed_cell_is_refused_unless_new_which_sets_the_old_folder_aside(
+    experiment, tmp_path, capsys
+):
+    _, out = experiment  # after the report's test, which reads the folder as first run
+    changed = tmp_path / "changed.toml"
+    changed.write_text(
+        FILE.replace('algos = ["ppo", "a2c"]', 'algos = ["ppo"]').replace(
+            "total_steps = 2048", "total_steps = 1024"
+        )
+    )
+    capsys.readouterr()
+    assert main(["experiment", str(changed), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert "(ppo-CartPole-v1: " in error and "total_steps 2048 -> 1024" in error
+    assert "--new" in error
+    assert main(["experiment", str(changed), "--out", str(out), "--new"]) == 0
+    assert [p.name.startswith("ppo-CartPole-v1-") for p in (out / "replaced").iterdir()] == [True]
+    rows = {r["cell"]: r for r in folders.ExperimentFolder(out).status()}
+    assert list(rows) == ["ppo-CartPole-v1"] and rows["ppo-CartPole-v1"]["env_steps"] == 1024
 
 
 def test_a_bad_file_stops_before_anything_runs(tmp_path, capsys):
