@@ -30,7 +30,7 @@ from typing import Any
 
 from jaxrl_fdg.config import dump_toml
 from jaxrl_fdg.errors import ConfigError
-from jaxrl_fdg.experiment.spec import Cell, Experiment, LeftOut, plain
+from jaxrl_fdg.experiment.spec import Cell, Experiment, LeftOut, algo_label, plain
 
 RECORD = "experiment.json"
 ATTEMPTS = "attempts.jsonl"
@@ -113,6 +113,7 @@ class ExperimentFolder:
             "cells": {
                 c.name: {
                     "algo": c.algo,
+                    "label": algo_label(c.algo),
                     "env": c.env,
                     "setting": c.setting,
                     "digest": c.digest(),

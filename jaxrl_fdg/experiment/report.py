@@ -156,7 +156,8 @@ def _runs(paths: list[Path]) -> tuple[dict[str, list[plots.Run]], dict, str]:
             if folder.state(name) != "done":
                 warn(f"cell {name} is {folder.state(name)}: left out of the report")
                 continue
-            label = cell["algo"] if settings == {"default"} else f"{cell['algo']}-{cell['setting']}"
+            algo = cell.get("label", cell["algo"])
+            label = algo if settings == {"default"} else f"{algo}-{cell['setting']}"
             labels.setdefault(label, []).extend(plots.find_runs([run_dir]))
         if not labels:
             raise ConfigError(

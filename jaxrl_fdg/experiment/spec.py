@@ -253,10 +253,19 @@ def _listed(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def algo_label(algo: str) -> str:
+    """The algorithm's own name (its spec's), where ``algo`` references it by file or module:
+    ``examples/reinforce.py:SPEC`` is ``reinforce``."""
+    from jaxrl_fdg.core import algorithm as algorithms
+
+    return algorithms.get(algo).name if plugins.split_reference(algo) else algo
+
+
 def cell_name(algo: str, env: str, setting: str) -> str:
     """``{algo}-{env}`` (``-{setting}`` for a setting other than the default), safe as a
-    folder name: ``ppo-gymnax_Breakout-MinAtar``."""
-    parts = [plugins.display_name(algo), plugins.display_name(env)]
+    folder name: ``ppo-gymnax_Breakout-MinAtar``; an algorithm given by reference by its own
+    name."""
+    parts = [algo_label(algo), plugins.display_name(env)]
     if setting != DEFAULT_SETTING:
         parts.append(setting)
     return "-".join(p.replace("/", "_").replace(":", "_") for p in parts)

@@ -131,3 +131,12 @@ def test_the_tutorial_names_every_key_of_the_file():
     table = page.split("Every key a file may hold:")[1].split("## Suites")[0]
     for key in spec.KEYS:
         assert f"`{key}`" in table or f"`[{key}" in table, key
+
+
+def test_an_algorithm_given_by_file_names_its_cell_by_its_own_name():
+    from pathlib import Path
+
+    reference = f"{Path(__file__).parents[2] / 'examples' / 'reinforce.py'}:SPEC"
+    cells, _ = spec.cells(spec.parse({**SMALL, "algos": [reference], "envs": ["CartPole-v1"]}))
+    assert [c.name for c in cells] == ["reinforce-CartPole-v1"]
+    assert cells[0].config.algo == reference
