@@ -31,6 +31,8 @@ from typing import Any
 from jaxrl_fdg.config import dump_toml
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.experiment.spec import Cell, Experiment, LeftOut, algo_label, plain
+from jaxrl_fdg.run.lock import FILE as LOCK_FILE
+from jaxrl_fdg.run.lock import FolderLock
 
 RECORD = "experiment.json"
 ATTEMPTS = "attempts.jsonl"
@@ -59,6 +61,17 @@ class ExperimentFolder:
             ) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(f"{self.path / RECORD}: not readable: {e}") from None
+
+    def lock(self) -> FolderLock:
+        """The folder's lock, for the one command that runs its cells: a second is refused
+        with a line naming the first (a process that died holds nothing)."""
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"--out {str(self.path)!r} is a file, not a folder")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create --out {str(self.path)!r}: {e.strerror}") from None
+        return FolderLock.acquire(self.path, "experiment")
 
     def exists(self) -> bool:
         return (self.path / RECORD).is_file()
@@ -97,7 +110,7 @@ class ExperimentFolder:
             for name in changed:
                 self._set_aside(name, "replaced")
                 replaced.append(name)
-        elif self.path.is_dir() and any(self.path.iterdir()):
+        elif self.path.is_dir() and any(p.name != LOCK_FILE for p in self.path.iterdir()):
             raise ConfigError(
                 f"--out {str(self.path)!r} is a folder with other files in it, not an "
                 "experiment folder; give an empty or new folder"

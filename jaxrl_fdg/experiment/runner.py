@@ -86,6 +86,14 @@ def run(
     cells, left_out = spec.cells(experiment)
     executor = _executor(options)  # a missing submitit stops here, before anything is written
     folder = ExperimentFolder(out)
+    lock = folder.lock()  # one command per experiment folder at a time
+    try:
+        return _run(experiment, folder, cells, left_out, executor, options, echo)
+    finally:
+        lock.release()
+
+
+def _run(experiment, folder, cells, left_out, executor, options, echo) -> Outcome:
     replaced = folder.record(experiment, cells, left_out, new=options.new)
     for item in left_out:
         echo(f"left out {item.name}: {item.reason}")

@@ -80,7 +80,7 @@ def test_kill_9_in_the_middle_then_again_gives_the_uninterrupted_report(tmp_path
 
 def test_sigterm_stops_the_experiment_and_its_cells_with_checkpoints(tmp_path):
     path = tmp_path / "exp.toml"
-    path.write_text(FILE)
+    path.write_text(FILE.replace("total_steps = 40960", "total_steps = 819200"))  # minutes
     out = tmp_path / "out"
     driver = subprocess.Popen(
         _experiment(path, out, "--jobs", "2"),
@@ -92,6 +92,8 @@ def test_sigterm_stops_the_experiment_and_its_cells_with_checkpoints(tmp_path):
     while not folders.checkpoints(out / "cells" / "ppo-CartPole-v1"):
         assert driver.poll() is None and time.monotonic() < deadline, "no checkpoint came"
         time.sleep(0.05)
+    second = subprocess.run(_experiment(path, out), capture_output=True, text=True, timeout=120)
+    assert second.returncode == 2 and "is in use by pid" in second.stderr  # one command a folder
     driver.send_signal(signal.SIGTERM)
     _, err = driver.communicate(timeout=120)
     assert driver.returncode == 128 + signal.SIGTERM, err
