@@ -94,6 +94,7 @@ def report(
         "stamp": _stamp(runs),
         "metric": metric,
         "normalization": {env: list(table[env]) for env in envs if env in table},
+        "normalization_sources": _sources(envs, table, normalize or {}),
         "confidence": stats.CONFIDENCE,
         "resamples": resamples,
         "per_env": {
@@ -169,6 +170,28 @@ def _runs(paths: list[Path]) -> tuple[dict[str, list[plots.Run]], dict, str]:
     for run in runs:
         labels.setdefault(str(run.config.get("algo")), []).append(run)
     return labels, _shipped_table(), "Report"
+
+
+def _sources(envs, table, given) -> dict[str, list[str]]:
+    """Where the normalisation rows come from: each source with its environments."""
+    from jaxrl_fdg.experiment.suites import SUITES
+
+    out: dict[str, list[str]] = {}
+    for env in envs:
+        suite = next((s for s in SUITES.values() if s.normalize.get(env) == table.get(env)), None)
+        if env in given:
+            source = "--normalize"
+        elif suite is not None:
+            source = (
+                f"suite {suite.name} (random: the uniform random policy's mean return, "
+                f"benchmarks/random_scores.py; reference: {suite.reference_source})"
+            )
+        elif env in table:
+            source = "the experiment file's [normalize]"
+        else:
+            continue
+        out.setdefault(source, []).append(env)
+    return out
 
 
 def _shipped_table() -> dict[str, tuple[float, float]]:
@@ -496,7 +519,12 @@ def tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
         (
             "Per environment",
             f"Raw final {result['metric']}: IQM over seeds [{pct} interval]; the last column "
-            "is the normalisation (random / reference).",
+            "is the normalisation (random / reference), from "
+            + "; ".join(
+                f"{source} for {', '.join(envs)}"
+                for source, envs in result.get("normalization_sources", {}).items()
+            )
+            + ".",
             ["environment", *labels, "random / reference"],
             rows,
         )

@@ -119,7 +119,8 @@ SUITES: dict[str, Suite] = {
             reference_source="CartPole-v1: the most an episode can score (500 steps); Acrobot-v1, "
             "MountainCar-v0 and MountainCarContinuous-v0: the reward threshold gymnasium "
             "registers for them (-100, -110, 90); Pendulum-v1, which registers none: -150, "
-            "about what a converged SAC or TD3 policy scores",
+            "a little below what the default SAC, TD3 and DDPG runs end at (about -117, "
+            "benchmarks/results/defaults.json)",
         ),
         Suite(
             name="minatar",
@@ -143,9 +144,9 @@ SUITES: dict[str, Suite] = {
                 "gymnax/Freeway-MinAtar": (0.39, 50.0),
                 "gymnax/SpaceInvaders-MinAtar": (3.51, 100.0),
             },
-            reference_source="provisional anchors of the order the references' MinAtar "
-            "baselines reach at 10M steps, not published figures; give your own with "
-            "[normalize] or --normalize",
+            reference_source="provisional round numbers (10, 20, 50, 100), not published "
+            "figures: a common scale across the games until a published table is adopted; give "
+            "your own with [normalize] or --normalize",
         ),
         Suite(
             name="brax",
