@@ -25,6 +25,7 @@ REQUIRED = [
     "jaxrl_fdg/core/record.py",
     "jaxrl_fdg/policies/base.py",
     "jaxrl_fdg/tuning/population.py",
+    "jaxrl_fdg/experiment/runner.py",
     "jaxrl_fdg/testing.py",
     "jaxrl_fdg/config/resolve.py",
     "jaxrl_fdg/run/compile_cache.py",
