@@ -3,7 +3,9 @@
 The experiment runs in ``--work`` (run folders and checkpoints stay there); the report
 (``report.md``, ``report.html``, ``report.json``, ``figures/``) and the experiment file used are
 copied to ``results/experiments/<suite>/``, where the docs' Experiments page shows them. Its
-wall time is added to ``report.json`` under ``"wall_s"``.
+wall time is added to ``report.json`` under ``"wall_s"``. Run again on a finished ``--work``
+folder, it runs nothing (every cell is done) and writes the report again, keeping the wall
+time the run recorded.
 
     python benchmarks/experiments.py --suite classic --work /tmp/classic
     python benchmarks/experiments.py --suite minatar --total-steps 500000 --work /tmp/minatar
@@ -52,6 +54,12 @@ def main() -> None:
         raise SystemExit(f"not every cell finished: {outcome.states}")
     result = report.report([work])
     out = RESULTS / args.suite
+    command = f"python benchmarks/experiments.py {' '.join(_argv(args))}"
+    if not outcome.ran:  # every cell was done: only the report is new; keep the run's wall time
+        before = json.loads((out / "report.json").read_text())
+        if before.get("command") != command:
+            raise SystemExit(f"{out} holds another command's results: {before.get('command')}")
+        wall = before["wall_s"]
     shutil.rmtree(out, ignore_errors=True)
     (out / "figures").mkdir(parents=True)
     for name in ("report.md", "report.html"):
@@ -59,7 +67,7 @@ def main() -> None:
     for figure in (work / "figures").iterdir():
         shutil.copy(figure, out / "figures" / figure.name)
     result["wall_s"] = wall
-    result["command"] = f"python benchmarks/experiments.py {' '.join(_argv(args))}"
+    result["command"] = command
     (out / "report.json").write_text(json.dumps(result, indent=2) + "\n")
     shutil.copy(file, out / "experiment.toml")
     print(f"wrote {out} ({wall / 60:.1f} min)")
