@@ -390,7 +390,9 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
         save(fig, "profiles.png")
 
         if result["improvement"]:
-            pairs = result["improvement"]
+            # One direction of each pair (P(Y > X) is 1 − P(X > Y)): X before Y in the order.
+            order = list(aggregates)
+            pairs = [p for p in result["improvement"] if order.index(p["x"]) < order.index(p["y"])]
             fig = Figure(figsize=(5, 0.8 + 0.35 * len(pairs)), layout="constrained")
             ax = fig.subplots()
             _intervals(ax, [(p, colors[p["x"]]) for p in pairs])
@@ -463,6 +465,13 @@ def _cell(e: Mapping[str, float], fmt: str = ".3f") -> str:
     return f"{e['point']:{fmt}} [{e['low']:{fmt}}, {e['high']:{fmt}}]"
 
 
+def _improvement_matrix(pairs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    labels = list(dict.fromkeys([p["x"] for p in pairs] + [p["y"] for p in pairs]))
+    cells = {(p["x"], p["y"]): _cell(p, ".2f") for p in pairs}
+    rows = [[x] + [cells.get((x, y), "—") for y in labels] for x in labels]
+    return ["X \\ Y", *labels], rows
+
+
 def tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[str]]]]:
     """The report's tables as (heading, note, header, rows), for Markdown and HTML alike."""
     out = []
@@ -498,10 +507,10 @@ def tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[
             out.append(
                 (
                     "Probability of improvement",
-                    "P(X > Y): the chance that a run of X scores above a run of Y on a task "
-                    f"drawn at random (ties count half), with its {pct} interval.",
-                    ["X", "Y", "tasks", "P(X > Y)"],
-                    [[p["x"], p["y"], str(p["tasks"]), _cell(p)] for p in result["improvement"]],
+                    "P(X > Y), X the row and Y the column: the chance that a run of X scores "
+                    "above a run of Y on an environment drawn at random from those both ran "
+                    f"(ties count half), with its {pct} interval; P(Y > X) = 1 − P(X > Y).",
+                    *_improvement_matrix(result["improvement"]),
                 )
             )
     envs = sorted({env for by_env in result["per_env"].values() for env in by_env})
