@@ -353,6 +353,7 @@ def _plain(value: Any) -> Any:
 def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Path) -> dict:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import EngFormatter
 
     figures_dir = out / "figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -410,6 +411,7 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
             c = eff[label]
             _line(ax, x, c["iqm"], c["low"], c["high"], colors[label], label)
         ax.set_xlabel("env steps (per seed)")
+        ax.xaxis.set_major_formatter(EngFormatter())
         ax.set_ylabel(f"IQM of {_scale(result)} {eff['metric']}")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
@@ -432,6 +434,7 @@ def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Pa
             _line(ax, b.x, b.center, b.low, b.high, colors[label], label)
         ax.set_title(env, fontsize=9)
         ax.set_xlabel("env steps")
+        ax.xaxis.set_major_formatter(EngFormatter())
         ax.grid(alpha=0.3)
     for ax in axes[len(envs) :]:
         ax.set_visible(False)
