@@ -312,7 +312,9 @@ def _step_values(run: plots.Run, metric: str, grid: np.ndarray) -> np.ndarray:
         return np.full(len(grid), np.nan)
     steps, values = np.array(rows, float).T
     index = np.searchsorted(steps, grid, side="right") - 1
-    return np.where(index >= 0, values[np.maximum(index, 0)], np.nan)
+    # Nothing before the first row, nor past the run's end (a shorter budget is not carried on).
+    inside = (index >= 0) & (grid <= steps[-1] + (grid[1] - grid[0] if len(grid) > 1 else 0))
+    return np.where(inside, values[np.maximum(index, 0)], np.nan)
 
 
 # -- stamp ------------------------------------------------------------------------------------
