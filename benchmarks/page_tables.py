@@ -1219,3 +1219,13 @@ def experiment(r: dict[str, dict]) -> str:
         title = reports.FIGURE_TITLES[figure]
         lines += [f"![{title}](img/experiments-{suite}-{Path(path).name})", ""]
     return "\n".join(lines)
+
+
+def random_scores(r: dict[str, dict]) -> str:
+    """The uniform random policy's mean return per environment, with its standard error."""
+    report = r["random_scores.json"]
+    rows = [
+        [f"`{env}`", f"{v['mean']:.3f}", f"{v['stderr']:.3f}", f"{v['episodes']:,}"]
+        for env, v in report["results"].items()
+    ]
+    return _table(["environment", "mean return", "standard error", "episodes"], rows)

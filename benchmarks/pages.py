@@ -460,8 +460,18 @@ def pages() -> tuple[Page, ...]:
             "report `jaxrl-fdg report` made of each: scores normalised per environment "
             "(0: the uniform random policy, 1: the suite's reference), aggregates with 95% "
             "stratified bootstrap intervals, probability of improvement, performance profiles "
-            "and curves. The [tutorial](../tutorials/experiments.md) explains each statistic.",
-            tuple(
+            "and curves. The [tutorial](../tutorials/experiments.md) explains each statistic. "
+            "The reports of 2026-11-28 come from the two suites run at the same time on the "
+            "2-core machine, each with about half of it: their wall times are upper bounds.",
+            (
+                Section(
+                    "The random column of the normalisation tables",
+                    ("random_scores.json",),
+                    tables.random_scores,
+                    "python benchmarks/random_scores.py",
+                ),
+            )
+            + tuple(
                 Section(
                     f"Suite `{Path(name).parent.name}`",
                     (name,),
