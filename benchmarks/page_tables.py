@@ -1203,7 +1203,7 @@ def _time_to_result_row(x: dict, over: list[dict | None]) -> list[str]:
 
 def experiment(r: dict[str, dict]) -> str:
     """A suite's report (``jaxrl-fdg report``): its tables, then its figures."""
-    from jaxrl_fdg.experiment import report as reports
+    from jaxrl_fdg.experiment import report_text as reports
 
     ((name, result),) = r.items()
     suite = Path(name).parent.name

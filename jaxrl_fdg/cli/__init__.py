@@ -140,30 +140,5 @@ def _parser() -> argparse.ArgumentParser:
             allow_abbrev=False,
         )
     )
-    experiment.add_arguments(
-        sub.add_parser(
-            "experiment",
-            help="run a grid of algorithms × environments × seeds, resumably; or `experiment "
-            "status DIR`",
-            description="Run an experiment: every (algorithm, environment, setting) cell of "
-            "FILE's grid is one run folder in DIR/cells with its seeds trained as lanes of one "
-            "program. Running the same command again skips the cells done, resumes the ones "
-            "with a checkpoint and starts the rest. `jaxrl-fdg experiment status DIR` shows "
-            "each cell's state. Exits 0 when every cell is done, 1 when one failed, 2 for a "
-            "bad file or value (before anything runs).",
-            allow_abbrev=False,
-        )
-    )
-    experiment.add_report_arguments(
-        sub.add_parser(
-            "report",
-            help="an experiment's (or run folders') statistics: normalised IQM, profiles, "
-            "probability of improvement, curves",
-            description="Write report.md, report.html, report.json and figures/: per-"
-            "environment normalised scores, IQM, mean, median and optimality gap with "
-            "stratified bootstrap intervals, performance profiles, probability of improvement "
-            "between algorithms, sample-efficiency and per-environment curves.",
-            allow_abbrev=False,
-        )
-    )
+    experiment.add_parsers(sub)
     return parser

@@ -9,6 +9,36 @@ import argparse
 from jaxrl_fdg.errors import ConfigError
 
 
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """``experiment`` and ``report`` on the command's subparsers."""
+    add_arguments(
+        sub.add_parser(
+            "experiment",
+            help="run a grid of algorithms × environments × seeds, resumably; or `experiment "
+            "status DIR`",
+            description="Run an experiment: every (algorithm, environment, setting) cell of "
+            "FILE's grid is one run folder in DIR/cells with its seeds trained as lanes of one "
+            "program. Running the same command again skips the cells done, resumes the ones "
+            "with a checkpoint and starts the rest. `jaxrl-fdg experiment status DIR` shows "
+            "each cell's state. Exits 0 when every cell is done, 1 when one failed, 2 for a "
+            "bad file or value (before anything runs).",
+            allow_abbrev=False,
+        )
+    )
+    add_report_arguments(
+        sub.add_parser(
+            "report",
+            help="an experiment's (or run folders') statistics: normalised IQM, profiles, "
+            "probability of improvement, curves",
+            description="Write report.md, report.html, report.json and figures/: per-"
+            "environment normalised scores, IQM, mean, median and optimality gap with "
+            "stratified bootstrap intervals, performance profiles, probability of improvement "
+            "between algorithms, sample-efficiency and per-environment curves.",
+            allow_abbrev=False,
+        )
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from jaxrl_fdg.experiment import runner, suites
 
@@ -167,12 +197,13 @@ def report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from jaxrl_fdg.experiment import report as reports
+    from jaxrl_fdg.experiment import report_text
 
     result = reports.report(
         args.runs, args.out, metric=args.metric, normalize=reports.parse_normalize(args.normalize)
     )
     out = Path(args.out or args.runs[0])
-    for heading, _, header, rows in reports.tables(result)[:1]:
+    for heading, _, header, rows in report_text.tables(result)[:1]:
         print(heading)
         print("  " + " | ".join(header))
         for row in rows:

@@ -93,28 +93,7 @@ class ExperimentFolder:
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"--out {str(self.path)!r} is a file, not a folder")
         before = self.read() if self.exists() else None
-        replaced = []
-        if before is not None:
-            changed = {
-                c.name: _changes(before["cells"][c.name]["definition"], c.definition())
-                for c in cells
-                if c.name in before["cells"] and before["cells"][c.name]["digest"] != c.digest()
-            }
-            if changed and not new:
-                shown = "; ".join(f"{name}: {what}" for name, what in changed.items())
-                raise ConfigError(
-                    f"{str(self.path)!r} ran these cells with other settings ({shown}); "
-                    "give --new to start them over (their folders move to replaced/), or "
-                    "another --out"
-                )
-            for name in changed:
-                self._set_aside(name, "replaced")
-                replaced.append(name)
-        elif self.path.is_dir() and any(p.name != LOCK_FILE for p in self.path.iterdir()):
-            raise ConfigError(
-                f"--out {str(self.path)!r} is a folder with other files in it, not an "
-                "experiment folder; give an empty or new folder"
-            )
+        replaced = self._replace_changed(before, cells, new)
         self.configs_dir.mkdir(parents=True, exist_ok=True)
         for cell in cells:
             _write_atomic(self.configs_dir / f"{cell.name}.toml", dump_toml(plain(cell.config)))
@@ -123,17 +102,7 @@ class ExperimentFolder:
             "file": _jsonable(experiment.source),
             "suite": experiment.suite,
             "normalize": {k: list(v) for k, v in experiment.normalize.items()},
-            "cells": {
-                c.name: {
-                    "algo": c.algo,
-                    "label": algo_label(c.algo),
-                    "env": c.env,
-                    "setting": c.setting,
-                    "digest": c.digest(),
-                    "definition": c.definition(),
-                }
-                for c in cells
-            },
+            "cells": {c.name: _cell_record(c) for c in cells},
             "left_out": [
                 {"cell": c.name, "algo": c.algo, "env": c.env, "reason": c.reason} for c in left_out
             ],
@@ -143,6 +112,32 @@ class ExperimentFolder:
         }
         _write_atomic(self.path / RECORD, json.dumps(record, indent=2) + "\n")
         return replaced
+
+    def _replace_changed(self, before: dict | None, cells: Sequence[Cell], new: bool) -> list[str]:
+        """The cells whose definition changed since ``before``: refused, or with ``new`` set
+        aside to start over. A folder that is not an experiment's must be empty."""
+        if before is None:
+            if self.path.is_dir() and any(p.name != LOCK_FILE for p in self.path.iterdir()):
+                raise ConfigError(
+                    f"--out {str(self.path)!r} is a folder with other files in it, not an "
+                    "experiment folder; give an empty or new folder"
+                )
+            return []
+        changed = {
+            c.name: _changes(before["cells"][c.name]["definition"], c.definition())
+            for c in cells
+            if c.name in before["cells"] and before["cells"][c.name]["digest"] != c.digest()
+        }
+        if changed and not new:
+            shown = "; ".join(f"{name}: {what}" for name, what in changed.items())
+            raise ConfigError(
+                f"{str(self.path)!r} ran these cells with other settings ({shown}); "
+                "give --new to start them over (their folders move to replaced/), or "
+                "another --out"
+            )
+        for name in changed:
+            self._set_aside(name, "replaced")
+        return list(changed)
 
     # -- cells ----------------------------------------------------------------------------
 
@@ -247,6 +242,17 @@ class ExperimentFolder:
                 }
             )
         return rows
+
+
+def _cell_record(cell: Cell) -> dict[str, Any]:
+    return {
+        "algo": cell.algo,
+        "label": algo_label(cell.algo),
+        "env": cell.env,
+        "setting": cell.setting,
+        "digest": cell.digest(),
+        "definition": cell.definition(),
+    }
 
 
 def checkpoints(run: Path) -> list[int]:

@@ -20,7 +20,6 @@ the code that made the report, and the device and versions the runs recorded.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -31,11 +30,11 @@ import numpy as np
 
 from jaxrl_fdg import compare, plots, stats
 from jaxrl_fdg.errors import ConfigError, warn
+from jaxrl_fdg.experiment import report_figures, report_text
 from jaxrl_fdg.experiment.folder import RECORD, ExperimentFolder
 
 CURVE_POINTS = 25
 CURVE_RESAMPLES = 500
-_TITLES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
 
 
 def parse_normalize(pairs: Sequence[str]) -> dict[str, tuple[float, float]]:
@@ -65,11 +64,7 @@ def report(
     its numbers (what ``report.json`` holds)."""
     paths = [Path(p) for p in paths]
     labels, table, title = _runs(paths)
-    if out is None:
-        if len(paths) != 1 or not (paths[0] / RECORD).is_file():
-            raise ConfigError("--out is needed for run folders (an experiment's report goes in it)")
-        out = paths[0]
-    out = Path(out)
+    out = _output(paths, out)
     table = {**table, **(normalize or {})}
     runs = [run for members in labels.values() for run in members]
     metric = _metric(runs, metric)
@@ -78,13 +73,7 @@ def report(
         for label, members in labels.items()
     }
     envs = sorted({env for by_env in scores.values() for env in by_env})
-    missing = [env for env in envs if env not in table]
-    normalized = not missing
-    if missing and len(envs) > 1:
-        warn(
-            f"no normalisation for {', '.join(missing)}: scores are aggregated per environment "
-            "only (give --normalize ENV=RANDOM:REFERENCE, or [normalize] in the experiment file)"
-        )
+    normalized = _normalisable(envs, table)
     norm = {
         label: {env: _normalise(s, table.get(env)) for env, s in by_env.items()}
         for label, by_env in scores.items()
@@ -93,47 +82,50 @@ def report(
         "title": title,
         "stamp": _stamp(runs),
         "metric": metric,
+        "curve_metric": _curve_metric(runs, metric),
         "normalization": {env: list(table[env]) for env in envs if env in table},
         "normalization_sources": _sources(envs, table, normalize or {}),
         "confidence": stats.CONFIDENCE,
         "resamples": resamples,
         "per_env": {
-            label: {
-                env: {
-                    "runs": len(s),
-                    "scores": s.tolist(),
-                    **_point_and_interval(s, resamples, seed),
-                }
-                for env, s in by_env.items()
-            }
+            label: {env: _per_env(s, resamples, seed) for env, s in by_env.items()}
             for label, by_env in scores.items()
         },
     }
     if normalized or len(envs) == 1:
-        strata = norm if normalized else scores
-        names = stats.AGGREGATES if normalized else stats.AGGREGATES[:-1]
-        result["aggregates"] = {
-            label: {
-                name: e._asdict()
-                for name, e in stats.interval_estimates(
-                    list(by_env.values()), names, resamples=resamples, seed=seed
-                ).items()
-            }
-            for label, by_env in strata.items()
-        }
-        result["aggregate_scale"] = "normalised" if normalized else "raw"
-        result["profiles"] = _profiles(strata, resamples, seed)
-        result["improvement"] = _improvement(strata, resamples, seed)
-        result["sample_efficiency"] = _sample_efficiency(
-            labels, table if normalized else {}, _curve_metric(runs, metric), seed
+        result.update(
+            _aggregate(norm if normalized else scores, normalized, resamples, seed),
+            sample_efficiency=_sample_efficiency(
+                labels, table if normalized else {}, result["curve_metric"], seed
+            ),
         )
-    figures = _draw(result, labels, out)
+    figures = report_figures.draw(result, labels, out)
     result["figures"] = figures
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(result, indent=2, default=_plain) + "\n")
-    (out / "report.md").write_text(markdown(result))
-    (out / "report.html").write_text(to_html(result))
+    (out / "report.md").write_text(report_text.markdown(result))
+    (out / "report.html").write_text(report_text.to_html(result))
     return result
+
+
+def _output(paths: list[Path], out: str | Path | None) -> Path:
+    if out is not None:
+        return Path(out)
+    if len(paths) != 1 or not (paths[0] / RECORD).is_file():
+        raise ConfigError("--out is needed for run folders (an experiment's report goes in it)")
+    return paths[0]
+
+
+def _normalisable(envs: list[str], table: Mapping) -> bool:
+    """Whether every environment has a normalisation row (else a warning when there are
+    several: their raw scores cannot be pooled)."""
+    missing = [env for env in envs if env not in table]
+    if missing and len(envs) > 1:
+        warn(
+            f"no normalisation for {', '.join(missing)}: scores are aggregated per environment "
+            "only (give --normalize ENV=RANDOM:REFERENCE, or [normalize] in the experiment file)"
+        )
+    return not missing
 
 
 # -- gathering --------------------------------------------------------------------------------
@@ -234,9 +226,35 @@ def _normalise(scores: np.ndarray, bounds: tuple[float, float] | None) -> np.nda
 # -- statistics -------------------------------------------------------------------------------
 
 
-def _point_and_interval(scores: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
+def _per_env(scores: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
+    """One algorithm's raw scores on one environment, their mean and IQM with intervals."""
     estimates = stats.interval_estimates([scores], ("mean", "iqm"), resamples=resamples, seed=seed)
-    return {name: e._asdict() for name, e in estimates.items()}
+    return {
+        "runs": len(scores),
+        "scores": scores.tolist(),
+        **{name: e._asdict() for name, e in estimates.items()},
+    }
+
+
+def _aggregate(strata, normalized: bool, resamples: int, seed: int) -> dict[str, Any]:
+    """Each algorithm's aggregates over its environments (the optimality gap only on the
+    normalised scale), the performance profiles and the probability of improvement."""
+    names = stats.AGGREGATES if normalized else stats.AGGREGATES[:-1]
+    estimates = {
+        label: stats.interval_estimates(
+            list(by_env.values()), names, resamples=resamples, seed=seed
+        )
+        for label, by_env in strata.items()
+    }
+    return {
+        "aggregates": {
+            label: {name: e._asdict() for name, e in est.items()}
+            for label, est in estimates.items()
+        },
+        "aggregate_scale": "normalised" if normalized else "raw",
+        "profiles": _profiles(strata, resamples, seed),
+        "improvement": _improvement(strata, resamples, seed),
+    }
 
 
 def _profiles(strata: Mapping[str, Mapping[str, np.ndarray]], resamples: int, seed: int):
@@ -347,257 +365,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(type(value).__name__)
-
-
-# -- figures ----------------------------------------------------------------------------------
-
-
-def _draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Path) -> dict:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import EngFormatter
-
-    figures_dir = out / "figures"
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    colors = {label: f"C{i}" for i, label in enumerate(labels)}
-    made = {}
-
-    def save(fig, name):
-        FigureCanvasAgg(fig)
-        fig.savefig(figures_dir / name, dpi=90)
-        made[name.removesuffix(".png")] = f"figures/{name}"
-
-    if "aggregates" in result:
-        aggregates = result["aggregates"]
-        names = list(next(iter(aggregates.values())))
-        fig = Figure(figsize=(2.6 * len(names), 1.2 + 0.4 * len(aggregates)), layout="constrained")
-        axes = np.atleast_1d(fig.subplots(1, len(names)))
-        for ax, name in zip(axes, names, strict=True):
-            _intervals(ax, [(est[name], colors[label]) for label, est in aggregates.items()])
-            ax.set_yticks(range(len(aggregates)), list(aggregates) if ax is axes[0] else [])
-            ax.set_title(_TITLES[name])
-            ax.grid(axis="x", alpha=0.3)
-        save(fig, "aggregates.png")
-
-        profiles = result["profiles"]
-        fig = Figure(figsize=(5, 3.4), layout="constrained")
-        ax = fig.subplots()
-        tau = np.array(profiles["thresholds"])
-        for label in aggregates:
-            p = profiles[label]
-            _line(ax, tau, p["fraction"], p["low"], p["high"], colors[label], label)
-        ax.set_xlabel(f"{_scale(result)} score τ")
-        ax.set_ylabel("fraction of runs with score > τ")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        save(fig, "profiles.png")
-
-        if result["improvement"]:
-            # One direction of each pair (P(Y > X) is 1 − P(X > Y)): X before Y in the order.
-            order = list(aggregates)
-            pairs = [p for p in result["improvement"] if order.index(p["x"]) < order.index(p["y"])]
-            fig = Figure(figsize=(5, 0.8 + 0.35 * len(pairs)), layout="constrained")
-            ax = fig.subplots()
-            _intervals(ax, [(p, colors[p["x"]]) for p in pairs])
-            ax.set_yticks(range(len(pairs)), [f"P({p['x']} > {p['y']})" for p in pairs])
-            ax.axvline(0.5, color="gray", linestyle="--", linewidth=1)
-            ax.set_xlim(0, 1)
-            ax.set_xlabel("probability of improvement")
-            save(fig, "improvement.png")
-
-        eff = result["sample_efficiency"]
-        fig = Figure(figsize=(5, 3.4), layout="constrained")
-        ax = fig.subplots()
-        x = np.array(eff["env_steps"])
-        for label in aggregates:
-            c = eff[label]
-            _line(ax, x, c["iqm"], c["low"], c["high"], colors[label], label)
-        ax.set_xlabel("env steps (per seed)")
-        ax.xaxis.set_major_formatter(EngFormatter())
-        ax.set_ylabel(f"IQM of {_scale(result)} {eff['metric']}")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        save(fig, "sample_efficiency.png")
-
-    envs = sorted({str(r.config.get("env")) for runs in labels.values() for r in runs})
-    columns = min(3, len(envs))
-    rows = math.ceil(len(envs) / columns)
-    fig = Figure(figsize=(4.2 * columns, 3.0 * rows), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, columns)).ravel()
-    metric = result.get("sample_efficiency", {}).get("metric") or _curve_metric(
-        [r for runs in labels.values() for r in runs], result["metric"]
-    )
-    for ax, env in zip(axes, envs, strict=False):
-        for label, runs in labels.items():
-            mine = [r for r in runs if str(r.config.get("env")) == env]
-            if not mine:
-                continue
-            b = plots.band(mine, metric, "step", ci="iqm" if len(mine) > 1 else "std")
-            _line(ax, b.x, b.center, b.low, b.high, colors[label], label)
-        ax.set_title(env, fontsize=9)
-        ax.set_xlabel("env steps")
-        ax.xaxis.set_major_formatter(EngFormatter())
-        ax.grid(alpha=0.3)
-    for ax in axes[len(envs) :]:
-        ax.set_visible(False)
-    axes[0].set_ylabel(metric)
-    axes[0].legend(fontsize=8)
-    save(fig, "curves.png")
-    return made
-
-
-def _intervals(ax, rows: list[tuple[Mapping[str, float], str]]) -> None:
-    """One bar per row, top to bottom: its interval shaded, its point a black tick."""
-    for i, (e, color) in enumerate(rows):
-        ax.barh(i, e["high"] - e["low"], left=e["low"], height=0.6, color=color, alpha=0.6)
-        ax.plot([e["point"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
-    ax.invert_yaxis()
-
-
-def _line(ax, x, center, low, high, color: str, label: str) -> None:
-    ax.plot(x, center, color=color, label=label)
-    ax.fill_between(x, low, high, color=color, alpha=0.2)
-
-
-def _scale(result: dict[str, Any]) -> str:
-    return "normalised" if result.get("aggregate_scale") == "normalised" else "raw"
-
-
-# -- text -------------------------------------------------------------------------------------
-
-
-def _cell(e: Mapping[str, float], fmt: str = ".3f") -> str:
-    return f"{e['point']:{fmt}} [{e['low']:{fmt}}, {e['high']:{fmt}}]"
-
-
-def _improvement_matrix(pairs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    labels = list(dict.fromkeys([p["x"] for p in pairs] + [p["y"] for p in pairs]))
-    cells = {(p["x"], p["y"]): _cell(p, ".2f") for p in pairs}
-    rows = [[x] + [cells.get((x, y), "—") for y in labels] for x in labels]
-    return ["X \\ Y", *labels], rows
-
-
-def tables(result: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[str]]]]:
-    """The report's tables as (heading, note, header, rows), for Markdown and HTML alike."""
-    out = []
-    pct = f"{result['confidence']:.0%}"
-    if "aggregates" in result:
-        aggregates = result["aggregates"]
-        names = list(next(iter(aggregates.values())))
-        per_env = result["per_env"]
-        runs = {label: sum(v["runs"] for v in per_env[label].values()) for label in aggregates}
-        task_sets = {frozenset(per_env[label]) for label in aggregates}
-        caution = (
-            " The algorithms ran on different sets of environments (pairs that do not fit are "
-            "left out): each aggregate is over its own; P(X > Y) below uses the environments "
-            "both ran."
-            if len(task_sets) > 1
-            else ""
-        )
-        out.append(
-            (
-                "Aggregate scores",
-                f"{_scale(result).capitalize()} final {result['metric']} over all runs and "
-                f"environments; {pct} stratified bootstrap intervals ({result['resamples']} "
-                f"resamples). Lower is better for the optimality gap.{caution}",
-                ["algorithm", "envs", "runs", *[_TITLES[n] for n in names]],
-                [
-                    [label, str(len(per_env[label])), str(runs[label])]
-                    + [_cell(est[n]) for n in names]
-                    for label, est in aggregates.items()
-                ],
-            )
-        )
-        if result["improvement"]:
-            out.append(
-                (
-                    "Probability of improvement",
-                    "P(X > Y), X the row and Y the column: the chance that a run of X scores "
-                    "above a run of Y on an environment drawn at random from those both ran "
-                    f"(ties count half), with its {pct} interval; P(Y > X) = 1 − P(X > Y).",
-                    *_improvement_matrix(result["improvement"]),
-                )
-            )
-    envs = sorted({env for by_env in result["per_env"].values() for env in by_env})
-    labels = list(result["per_env"])
-    rows = []
-    for env in envs:
-        row = [env]
-        for label in labels:
-            e = result["per_env"][label].get(env)
-            row.append("—" if e is None else f"{_cell(e['iqm'], '.4g')} (n={e['runs']})")
-        bounds = result["normalization"].get(env)
-        row.append("—" if bounds is None else f"{bounds[0]:g} / {bounds[1]:g}")
-        rows.append(row)
-    out.append(
-        (
-            "Per environment",
-            f"Raw final {result['metric']}: IQM over seeds [{pct} interval]; the last column "
-            "is the normalisation (random / reference), from "
-            + "; ".join(
-                f"{source} for {', '.join(envs)}"
-                for source, envs in result.get("normalization_sources", {}).items()
-            )
-            + ".",
-            ["environment", *labels, "random / reference"],
-            rows,
-        )
-    )
-    return out
-
-
-FIGURE_TITLES = {
-    "aggregates": "Aggregate scores",
-    "profiles": "Performance profiles",
-    "improvement": "Probability of improvement",
-    "sample_efficiency": "Sample efficiency",
-    "curves": "Learning curves by environment",
-}
-
-
-def _stamp_line(result: dict[str, Any]) -> str:
-    s = result["stamp"]
-    commit = (s.get("commit") or "unknown")[:10] + (
-        " (uncommitted changes)" if s.get("dirty") else ""
-    )
-    parts = [f"made {s['date']}", f"code {commit}", f"{s['runs']} runs"]
-    parts += [f"{k} {s[k]}" for k in ("device", "jax", "jaxlib", "python") if s.get(k)]
-    return " · ".join(parts)
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The report as Markdown: stamp, tables, figures."""
-    lines = [f"# {result['title']}", "", _stamp_line(result), ""]
-    for heading, note, header, rows in tables(result):
-        lines += [f"## {heading}", "", note, ""]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "|".join("---" for _ in header) + "|")
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-        lines.append("")
-    for name, path in result["figures"].items():
-        lines += [f"## {FIGURE_TITLES[name]}", "", f"![{FIGURE_TITLES[name]}]({path})", ""]
-    return "\n".join(lines)
-
-
-def to_html(result: dict[str, Any]) -> str:
-    """The same report as one HTML page (the figures beside it, by relative path)."""
-    e = html.escape
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{e(result['title'])}</title>",
-        "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
-        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em}"
-        "td{text-align:right}td:first-child{text-align:left}</style></head><body>",
-        f"<h1>{e(result['title'])}</h1><p>{e(_stamp_line(result))}</p>",
-    ]
-    for heading, note, header, rows in tables(result):
-        parts.append(f"<h2>{e(heading)}</h2><p>{e(note)}</p><table><tr>")
-        parts += [f"<th>{e(h)}</th>" for h in header]
-        parts.append("</tr>")
-        for row in rows:
-            parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
-        parts.append("</table>")
-    for name, path in result["figures"].items():
-        parts.append(f"<h2>{e(FIGURE_TITLES[name])}</h2><img src='{e(path)}' alt='{e(name)}'>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)

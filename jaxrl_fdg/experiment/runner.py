@@ -234,36 +234,9 @@ def _run_local(
         while waiting or running:
             while waiting and len(running) < jobs:
                 name = waiting.pop(0)
-                argv = folder.start_argv(name)
-                env = {**os.environ, signals.PARENT_VARIABLE: str(parent)}
-                device = free.pop(0) if free else None
-                if device is not None:
-                    env["CUDA_VISIBLE_DEVICES"] = device
-                log = open(folder.log_file(name), "a")  # noqa: SIM115 (closed when it ends)
-                log.write(f"\n$ jaxrl-fdg {' '.join(argv)}\n")
-                log.flush()
-                proc = subprocess.Popen(
-                    command(argv),
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env=env,
-                    # A session of its own: a Ctrl-C at the terminal reaches this process only,
-                    # which passes each child one SIGTERM (two would stop it without saving).
-                    start_new_session=True,
-                )
-                entry = {
-                    "cell": name,
-                    "argv": argv,
-                    "executor": "local",
-                    "pid": proc.pid,
-                    "parent": parent,
-                    "device": device,
-                    "started": time.time(),
-                }
-                folder.add_attempt(entry)
-                running[name] = (proc, time.monotonic(), device, log, entry)
-                progress.started(name, "resuming" if "--resume" in argv else "starting")
+                running[name] = _start(folder, name, free.pop(0) if free else None, parent)
+                how = "resuming" if "--resume" in running[name][4]["argv"] else "starting"
+                progress.started(name, how)
             time.sleep(_POLL_S)
             for name in [n for n, (p, *_) in running.items() if p.poll() is not None]:
                 proc, began, device, log, entry = running.pop(name)
@@ -279,6 +252,39 @@ def _run_local(
                 if proc.returncode is not None:
                     _record_end(folder, entry, proc.returncode)
         raise
+
+
+def _start(folder: ExperimentFolder, name: str, device: str | None, parent: int):
+    """Start the cell's process (on ``device``, a GPU id, where given); its attempt recorded.
+    ``(process, start time, device, log file, attempt)``."""
+    argv = folder.start_argv(name)
+    env = {**os.environ, signals.PARENT_VARIABLE: str(parent)}
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = device
+    log = open(folder.log_file(name), "a")  # noqa: SIM115 (closed when it ends)
+    log.write(f"\n$ jaxrl-fdg {' '.join(argv)}\n")
+    log.flush()
+    proc = subprocess.Popen(
+        command(argv),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        # A session of its own: a Ctrl-C at the terminal reaches this process only, which
+        # passes each child one SIGTERM (two would stop it without saving).
+        start_new_session=True,
+    )
+    entry = {
+        "cell": name,
+        "argv": argv,
+        "executor": "local",
+        "pid": proc.pid,
+        "parent": parent,
+        "device": device,
+        "started": time.time(),
+    }
+    folder.add_attempt(entry)
+    return proc, time.monotonic(), device, log, entry
 
 
 def _record_end(folder: ExperimentFolder, entry: dict, code: int) -> None:

@@ -29,6 +29,7 @@ from jaxrl_fdg import plugins
 from jaxrl_fdg.config import TrainConfig
 from jaxrl_fdg.config import files as config_files
 from jaxrl_fdg.errors import ConfigError, SpaceMismatch
+from jaxrl_fdg.experiment import values as check
 
 KEYS = {
     "name": "the experiment's name (default: the file's stem)",
@@ -141,39 +142,34 @@ def parse(
 ) -> Experiment:
     """An :class:`Experiment` from a mapping (a file's, or one built in Python). ``base``: the
     folder config files named in ``settings`` are found from (default: the working folder)."""
-    from jaxrl_fdg.experiment import suites
-
     data = dict(data)
     unknown = sorted(k for k in data if k not in KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} (valid: {_keys()})")
-    suite: dict[str, Any] = {}
-    if "suite" in data:
-        name = _text(source, "suite", data["suite"])
-        if name not in suites.SUITES:
-            raise ConfigError(f"{source}: suite {name!r} is not one of {', '.join(suites.SUITES)}")
-        suite = suites.SUITES[name].as_mapping()
+    suite = _suite(source, data)
     merged = {**suite, **data}
     for key in ("algos", "envs", "seeds", "total_steps"):
         if key not in merged:
             raise ConfigError(f"{source}: {key!r} is missing ({KEYS[key]})")
-    algos = _names(source, "algos", merged["algos"])
-    envs = _names(source, "envs", merged["envs"])
+    algos = check.names(source, "algos", merged["algos"])
+    envs = check.names(source, "envs", merged["envs"])
     for algo in algos:
         _check_algo(source, algo)
-    name = _text(
+    name = check.text(
         source, "name", data.get("name", default_name or suite.get("name") or "experiment")
     )
     return Experiment(
         name=name,
         algos=algos,
         envs=envs,
-        seeds=_count(source, "seeds", merged["seeds"], minimum=1),
-        seed=_count(source, "seed", merged.get("seed", 0), minimum=0),
+        seeds=check.count(source, "seeds", merged["seeds"], minimum=1),
+        seed=check.count(source, "seed", merged.get("seed", 0), minimum=0),
         total_steps=_budgets(source, merged["total_steps"], envs),
-        eval_every=_count(source, "eval_every", merged.get("eval_every", 0), minimum=0),
-        eval_episodes=_count(source, "eval_episodes", merged.get("eval_episodes", 10), minimum=1),
-        checkpoints=_count(
+        eval_every=check.count(source, "eval_every", merged.get("eval_every", 0), minimum=0),
+        eval_episodes=check.count(
+            source, "eval_episodes", merged.get("eval_episodes", 10), minimum=1
+        ),
+        checkpoints=check.count(
             source, "checkpoints", merged.get("checkpoints", DEFAULT_CHECKPOINTS), minimum=1
         ),
         run=_run_table(source, "run", merged.get("run", {})),
@@ -186,17 +182,25 @@ def parse(
             algos,
             base,
         ),
-        env_options=_by_env(source, "env_options", merged.get("env_options", {}), envs, _table),
+        env_options=_by_env(source, "env_options", merged.get("env_options", {}), envs),
         normalize=_by_env(
-            source,
-            "normalize",
-            {**suite.get("normalize", {}), **data.get("normalize", {})},
-            None,
-            _score_pair,
+            source, "normalize", {**suite.get("normalize", {}), **data.get("normalize", {})}
         ),
         suite=suite.get("name"),
         source=data,
     )
+
+
+def _suite(source: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of the suite ``data`` starts from (none without ``suite``)."""
+    from jaxrl_fdg.experiment import suites
+
+    if "suite" not in data:
+        return {}
+    name = check.text(source, "suite", data["suite"])
+    if name not in suites.SUITES:
+        raise ConfigError(f"{source}: suite {name!r} is not one of {', '.join(suites.SUITES)}")
+    return suites.SUITES[name].as_mapping()
 
 
 def cells(experiment: Experiment) -> tuple[list[Cell], list[LeftOut]]:
@@ -300,24 +304,6 @@ def _keys() -> str:
     return ", ".join(KEYS)
 
 
-def _text(source: str, key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{source}: {key} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _names(source: str, key: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, Sequence) or not value:
-        raise ConfigError(f"{source}: {key} must be a non-empty list of names, got {value!r}")
-    names = tuple(_text(source, key, v) for v in value)
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ConfigError(f"{source}: {key} names {', '.join(repeated)} more than once")
-    return names
-
-
 def _check_algo(source: str, algo: str) -> None:
     from jaxrl_fdg.core import algorithm as algorithms
 
@@ -325,12 +311,6 @@ def _check_algo(source: str, algo: str) -> None:
         algorithms.get(algo)
     except ConfigError as e:
         raise ConfigError(f"{source}: algos: {e}") from None
-
-
-def _count(source: str, key: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{source}: {key} must be a whole number >= {minimum}, got {value!r}")
-    return value
 
 
 def _budgets(source: str, value: Any, envs: Sequence[str]) -> dict[str, int]:
@@ -341,44 +321,29 @@ def _budgets(source: str, value: Any, envs: Sequence[str]) -> dict[str, int]:
                 f"{source}: total_steps has no budget for {', '.join(missing)} "
                 f"(it has: {', '.join(map(str, value)) or 'none'})"
             )
-        return {env: _count(source, f"total_steps.{env}", value[env], minimum=1) for env in envs}
-    steps = _count(source, "total_steps", value, minimum=1)
+        return {
+            env: check.count(source, f"total_steps.{env}", value[env], minimum=1) for env in envs
+        }
+    steps = check.count(source, "total_steps", value, minimum=1)
     return dict.fromkeys(envs, steps)
 
 
-def _table(source: str, key: str, value: Any) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{source}: {key} must be a table, got {value!r}")
-    return dict(value)
-
-
-def _score_pair(source: str, key: str, value: Any) -> tuple[float, float]:
-    ok = (
-        isinstance(value, Sequence)
-        and not isinstance(value, str)
-        and len(value) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-    )
-    if not ok or not value[0] < value[1]:
-        raise ConfigError(
-            f"{source}: {key} must be [random, reference] with random < reference, got {value!r}"
-        )
-    return float(value[0]), float(value[1])
-
-
-def _by_env(source, key, value, envs, check) -> dict[str, Any]:
-    table = _table(source, key, value)
+def _by_env(source: str, key: str, value: Any, envs: Sequence[str] | None = None) -> dict:
+    """A table by environment: ``normalize``'s rows are score pairs, ``env_options``' tables
+    (of the grid's environments only)."""
+    row = check.score_pair if key == "normalize" else check.table
+    rows = check.table(source, key, value)
     if envs is not None:
-        unknown = [env for env in table if env not in envs]
+        unknown = [env for env in rows if env not in envs]
         if unknown:
             raise ConfigError(
                 f"{source}: {key} names {', '.join(unknown)}, not in envs ({', '.join(envs)})"
             )
-    return {env: check(source, f"{key}.{env}", v) for env, v in table.items()}
+    return {env: row(source, f"{key}.{env}", v) for env, v in rows.items()}
 
 
 def _run_table(source: str, key: str, value: Any) -> dict[str, Any]:
-    table = _table(source, key, value)
+    table = check.table(source, key, value)
     for name in table:
         if name in GRID_SETTINGS or name in ("hparams", "env_options", "checkpoint_every"):
             raise ConfigError(
@@ -399,7 +364,7 @@ def _settings(
     """``settings.<algo>``: one table (the algorithm's setting) or a list of tables, each with
     a ``name``. In a table: ``config`` (a run config file, relative to the experiment file),
     run settings (``num_envs``, ``fusion``, ...) and the algorithm's hyperparameters."""
-    table = _table(source, "settings", value)
+    table = check.table(source, "settings", value)
     out: dict[str, tuple[Setting, ...]] = {}
     for algo, entry in table.items():
         if algo not in algos:
@@ -410,10 +375,10 @@ def _settings(
         made = []
         for i, item in enumerate(entries):
             where = f"settings.{algo}" + (f"[{i}]" if isinstance(entry, list) else "")
-            item = _table(source, where, item)
+            item = check.table(source, where, item)
             if isinstance(entry, list) and "name" not in item:
                 raise ConfigError(f"{source}: {where} needs a name (several settings of {algo})")
-            name = _text(source, f"{where}.name", item.pop("name", DEFAULT_SETTING))
+            name = check.text(source, f"{where}.name", item.pop("name", DEFAULT_SETTING))
             made.append(Setting(name, _setting_values(source, where, algo, item, base)))
         names = [s.name for s in made]
         if len(set(names)) < len(names):
@@ -427,7 +392,7 @@ def _setting_values(
 ) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if "config" in item:
-        path = Path(_text(source, f"{where}.config", item.pop("config")))
+        path = Path(check.text(source, f"{where}.config", item.pop("config")))
         path = path if path.is_absolute() or base is None else base / path
         data = config_files.load(path)
         named = data.get("algo", algo)
@@ -446,7 +411,7 @@ def _setting_values(
         if key in _TRAIN_FIELDS and key not in ("hparams",):
             values[key] = value
         elif key == "hparams":
-            hparams.update(_table(source, f"{where}.hparams", value))
+            hparams.update(check.table(source, f"{where}.hparams", value))
         else:  # a hyperparameter of the algorithm: checked when the cell is resolved
             hparams[key] = value
     values["hparams"] = hparams

@@ -67,4 +67,4 @@ def test_images_the_pages_show_exist():
         for line in pages.render(page).splitlines()
         if "](img/" in line
     }
-    assert shown and shown <= {p.name for p in pages.images()}
+    assert shown and shown <= {pages.image_name(p) for p in pages.images()}

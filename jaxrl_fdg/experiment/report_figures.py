@@ -1,0 +1,148 @@
+"""The report's figures: aggregate intervals, performance profiles, probability of
+improvement, sample efficiency and per-environment curves, drawn from the numbers
+:mod:`jaxrl_fdg.experiment.report` computed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxrl_fdg import plots
+from jaxrl_fdg.experiment.report_text import TITLES, scale
+
+
+def draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Path) -> dict:
+    """Draw the figures into ``out/figures``; ``{name: path relative to out}``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    folder = out / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    colors = {label: f"C{i}" for i, label in enumerate(labels)}
+    figures = {"curves": _curves(result, labels, colors)}
+    if "aggregates" in result:
+        figures = {
+            "aggregates": _aggregates(result, colors),
+            "profiles": _profiles(result, colors),
+            "improvement": _improvement(result, colors),
+            "sample_efficiency": _sample_efficiency(result, colors),
+            **figures,
+        }
+    made = {}
+    for name, fig in figures.items():
+        if fig is None:
+            continue
+        FigureCanvasAgg(fig)
+        fig.savefig(folder / f"{name}.png", dpi=90)
+        made[name] = f"figures/{name}.png"
+    return made
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _aggregates(result: dict[str, Any], colors: Mapping[str, str]):
+    aggregates = result["aggregates"]
+    names = list(next(iter(aggregates.values())))
+    fig = _figure(2.6 * len(names), 1.2 + 0.4 * len(aggregates))
+    axes = np.atleast_1d(fig.subplots(1, len(names)))
+    for ax, name in zip(axes, names, strict=True):
+        _intervals(ax, [(est[name], colors[label]) for label, est in aggregates.items()])
+        ax.set_yticks(range(len(aggregates)), list(aggregates) if ax is axes[0] else [])
+        ax.set_title(TITLES[name])
+        ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _profiles(result: dict[str, Any], colors: Mapping[str, str]):
+    profiles = result["profiles"]
+    fig = _figure(5, 3.4)
+    ax = fig.subplots()
+    tau = np.array(profiles["thresholds"])
+    for label in result["aggregates"]:
+        p = profiles[label]
+        _line(ax, tau, p["fraction"], p["low"], p["high"], colors[label], label)
+    ax.set_xlabel(f"{scale(result)} score τ")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _improvement(result: dict[str, Any], colors: Mapping[str, str]):
+    """One direction of each pair (P(Y > X) is 1 − P(X > Y)): X before Y in the order."""
+    order = list(result["aggregates"])
+    pairs = [p for p in result["improvement"] if order.index(p["x"]) < order.index(p["y"])]
+    if not pairs:
+        return None
+    fig = _figure(5, 0.8 + 0.35 * len(pairs))
+    ax = fig.subplots()
+    _intervals(ax, [(p, colors[p["x"]]) for p in pairs])
+    ax.set_yticks(range(len(pairs)), [f"P({p['x']} > {p['y']})" for p in pairs])
+    ax.axvline(0.5, color="gray", linestyle="--", linewidth=1)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("probability of improvement")
+    return fig
+
+
+def _sample_efficiency(result: dict[str, Any], colors: Mapping[str, str]):
+    from matplotlib.ticker import EngFormatter
+
+    eff = result["sample_efficiency"]
+    fig = _figure(5, 3.4)
+    ax = fig.subplots()
+    x = np.array(eff["env_steps"])
+    for label in result["aggregates"]:
+        c = eff[label]
+        _line(ax, x, c["iqm"], c["low"], c["high"], colors[label], label)
+    ax.set_xlabel("env steps (per seed)")
+    ax.xaxis.set_major_formatter(EngFormatter())
+    ax.set_ylabel(f"IQM of {scale(result)} {eff['metric']}")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _curves(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], colors):
+    """A panel per environment: each algorithm's curve over its seeds, with an IQM band."""
+    from matplotlib.ticker import EngFormatter
+
+    envs = sorted({str(r.config.get("env")) for runs in labels.values() for r in runs})
+    columns = min(3, len(envs))
+    fig = _figure(4.2 * columns, 3.0 * math.ceil(len(envs) / columns))
+    axes = np.atleast_1d(fig.subplots(math.ceil(len(envs) / columns), columns)).ravel()
+    metric = result["curve_metric"]
+    for ax, env in zip(axes, envs, strict=False):
+        for label, runs in labels.items():
+            mine = [r for r in runs if str(r.config.get("env")) == env]
+            if mine:
+                b = plots.band(mine, metric, "step", ci="iqm" if len(mine) > 1 else "std")
+                _line(ax, b.x, b.center, b.low, b.high, colors[label], label)
+        ax.set_title(env, fontsize=9)
+        ax.set_xlabel("env steps")
+        ax.xaxis.set_major_formatter(EngFormatter())
+        ax.grid(alpha=0.3)
+    for ax in axes[len(envs) :]:
+        ax.set_visible(False)
+    axes[0].set_ylabel(metric)
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+def _intervals(ax, rows: list[tuple[Mapping[str, float], str]]) -> None:
+    """One bar per row, top to bottom: its interval shaded, its point a black tick."""
+    for i, (e, color) in enumerate(rows):
+        ax.barh(i, e["high"] - e["low"], left=e["low"], height=0.6, color=color, alpha=0.6)
+        ax.plot([e["point"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+    ax.invert_yaxis()
+
+
+def _line(ax, x, center, low, high, color: str, label: str) -> None:
+    ax.plot(x, center, color=color, label=label)
+    ax.fill_between(x, low, high, color=color, alpha=0.2)
