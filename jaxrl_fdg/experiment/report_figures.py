@@ -62,17 +62,11 @@ def _aggregates(result: dict[str, Any], colors: Mapping[str, str]):
 
 def _profiles(result: dict[str, Any], colors: Mapping[str, str]):
     profiles = result["profiles"]
-    fig = _figure(5, 3.4)
-    ax = fig.subplots()
-    tau = np.array(profiles["thresholds"])
-    for label in result["aggregates"]:
-        p = profiles[label]
-        _line(ax, tau, p["fraction"], p["low"], p["high"], colors[label], label)
-    ax.set_xlabel(f"{scale(result)} score τ")
-    ax.set_ylabel("fraction of runs with score > τ")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return fig
+    series = {k: (profiles[k]["fraction"], profiles[k]["low"], profiles[k]["high"]) for k in colors}
+    x_label = f"{scale(result)} score τ"
+    return _bands(
+        profiles["thresholds"], series, colors, x_label, "fraction of runs with score > τ"
+    )
 
 
 def _improvement(result: dict[str, Any], colors: Mapping[str, str]):
@@ -92,18 +86,24 @@ def _improvement(result: dict[str, Any], colors: Mapping[str, str]):
 
 
 def _sample_efficiency(result: dict[str, Any], colors: Mapping[str, str]):
+    eff = result["sample_efficiency"]
+    series = {k: (eff[k]["iqm"], eff[k]["low"], eff[k]["high"]) for k in colors}
+    y_label = f"IQM of {scale(result)} {eff['metric']}"
+    return _bands(eff["env_steps"], series, colors, "env steps (per seed)", y_label)
+
+
+def _bands(x, series: Mapping[str, tuple], colors: Mapping[str, str], x_label, y_label):
+    """One panel: a line and its band per algorithm (env steps in engineering notation)."""
     from matplotlib.ticker import EngFormatter
 
-    eff = result["sample_efficiency"]
     fig = _figure(5, 3.4)
     ax = fig.subplots()
-    x = np.array(eff["env_steps"])
-    for label in result["aggregates"]:
-        c = eff[label]
-        _line(ax, x, c["iqm"], c["low"], c["high"], colors[label], label)
-    ax.set_xlabel("env steps (per seed)")
-    ax.xaxis.set_major_formatter(EngFormatter())
-    ax.set_ylabel(f"IQM of {scale(result)} {eff['metric']}")
+    for label, (center, low, high) in series.items():
+        _line(ax, np.asarray(x), center, low, high, colors[label], label)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    if "env steps" in x_label:
+        ax.xaxis.set_major_formatter(EngFormatter())
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
