@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The layered packages, top (imports the others) to bottom, each with the folder it lives in.
 LAYERS = [
     ("cli/", "jaxrl_fdg/cli"),
+    ("experiment/", "jaxrl_fdg/experiment"),
     ("run/", "jaxrl_fdg/run"),
     ("config/", "jaxrl_fdg/config"),
     ("tuning/", "jaxrl_fdg/tuning"),
@@ -64,8 +65,8 @@ PACKAGES = [
     for i, (name, folder) in enumerate(LAYERS)
 ]
 SIDE = [
-    (name, wrapped(modules(folder), 34), 1.45, 1.0 + 1.8 * i)
-    for i, (name, folder) in enumerate(SIDE_FOLDERS)
+    (name, wrapped(modules(folder), 38), 1.45, y)
+    for (name, folder), y in zip(SIDE_FOLDERS, (1.4, 3.75, 5.6), strict=True)
 ]
 IMPORTS = [  # (from, to) between layers, as the modules import them
     (a, b) for a, folder in LAYERS for b, _ in LAYERS if a != b and b.rstrip("/") in imports(folder)
@@ -78,8 +79,9 @@ def _box(ax, x, y, w, h, title, body, color):
             (x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02", fc=color, ec="#333", lw=1
         )
     )
-    ax.text(x, y + h * 0.32, title, ha="center", va="center", fontsize=10, weight="bold")
-    ax.text(x, y - h * 0.08, body, ha="center", va="center", fontsize=6.2, color="#222")
+    top = y + h / 2
+    ax.text(x, top - 0.14, title, ha="center", va="center", fontsize=10, weight="bold")
+    ax.text(x, top - 0.27, body, ha="center", va="top", fontsize=6.2, color="#222")
 
 
 def _arrow(ax, a, b, text="", color="#333", rad=0.0, at=None):
@@ -113,8 +115,8 @@ def packages(ax):
     for name, body, x, y in PACKAGES:
         _box(ax, x, y, 1.1, 0.8, name, body, "#dbe8f5")
         where[name] = (x, y)
-    for name, body, x, y in SIDE:
-        _box(ax, x, y, 0.62, 1.1, name, body, "#eef2e4")
+    for name, body, x, y in SIDE:  # as tall as its list of modules
+        _box(ax, x, y, 0.62, max(1.1, 0.5 + 0.11 * body.count("\n")), name, body, "#eef2e4")
     below = {
         a: sorted((b for a2, b in IMPORTS if a2 == a), key=lambda b: -where[b][1])
         for a, _ in LAYERS
