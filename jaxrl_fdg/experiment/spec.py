@@ -49,6 +49,9 @@ KEYS = {
 }
 # Settings the grid decides for every cell; a setting table or config file cannot change them.
 GRID_SETTINGS = ("algo", "env", "total_steps", "seed", "num_seeds", "out", "run_name")
+# A run across processes (jax.distributed) starts one process per rank with its own flags; an
+# experiment's cell is one process, so these are refused in a file.
+ACROSS_PROCESSES = ("num_processes", "coordinator", "process_id")
 DEFAULT_CHECKPOINTS = 10
 DEFAULT_SETTING = "default"
 _TRAIN_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -342,9 +345,19 @@ def _by_env(source: str, key: str, value: Any, envs: Sequence[str] | None = None
     return {env: row(source, f"{key}.{env}", v) for env, v in rows.items()}
 
 
+def _one_process(source: str, where: str, name: str) -> None:
+    if name in ACROSS_PROCESSES:
+        raise ConfigError(
+            f"{source}: {where}: an experiment's cell runs in one process (a run across "
+            "processes starts one per rank: jaxrl-fdg train --num-processes, "
+            "docs/concepts/placements.md)"
+        )
+
+
 def _run_table(source: str, key: str, value: Any) -> dict[str, Any]:
     table = check.table(source, key, value)
     for name in table:
+        _one_process(source, f"{key}.{name}", name)
         if name in GRID_SETTINGS or name in ("hparams", "env_options", "checkpoint_every"):
             raise ConfigError(
                 f"{source}: {key}.{name} is set by the experiment's grid "
@@ -401,8 +414,11 @@ def _setting_values(
                 f"{source}: {where}.config {str(path)!r} is a config of {named}, not {algo}"
             )
         values = {k: v for k, v in data.items() if k not in GRID_SETTINGS}
+        for key in values:
+            _one_process(source, f"{where}.config {str(path)!r}: {key}", key)
     hparams = dict(values.pop("hparams", {}))
     for key, value in item.items():
+        _one_process(source, f"{where}.{key}", key)
         if key in GRID_SETTINGS or key == "checkpoint_every":
             raise ConfigError(
                 f"{source}: {where}.{key} is set by the experiment's grid "

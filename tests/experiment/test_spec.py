@@ -55,6 +55,7 @@ def test_a_pair_whose_algorithm_cannot_act_in_the_env_is_left_out_with_the_reaso
         ({"settings": {"ppo": {"total_steps": 5}}}, "settings.ppo.total_steps is set by the"),
         ({"run": {"num_seeds": 5}}, "run.num_seeds is set by the experiment's grid"),
         ({"run": {"fusoin": "step"}}, "run.fusoin is not a run setting"),
+        ({"run": {"num_processes": 2}}, "run.num_processes: an experiment's cell runs in one"),
         ({"normalize": {"CartPole-v1": [500, 0]}}, "normalize.CartPole-v1 must be [random, ref"),
         ({"suite": "atari"}, "suite 'atari' is not one of classic, minatar, brax"),
         ({"settings": {"ppo": [{"lr": 1e-3}]}}, "settings.ppo[0] needs a name"),
