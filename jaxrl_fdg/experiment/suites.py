@@ -159,8 +159,8 @@ SUITES: dict[str, Suite] = {
             algos=("ppo", "sac"),
             seeds=3,
             normalize={
-                "brax/inverted_pendulum": (5.0, 1000.0),
-                "brax/inverted_double_pendulum": (50.0, 10000.0),
+                "brax/inverted_pendulum": (5.3, 1000.0),
+                "brax/inverted_double_pendulum": (155.2, 10000.0),
             },
             reference_source="the most an episode of 1,000 steps can score: its alive bonus "
             "(1 and 10 per step)",
