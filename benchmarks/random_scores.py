@@ -63,7 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--envs", type=int, default=256)
-    parser.add_argument("--suites", nargs="+", default=["classic", "minatar"])
+    parser.add_argument("--suites", nargs="+", default=list(suites.SUITES))
     parser.add_argument("--out", default=str(RESULTS / "random_scores.json"))
     args = parser.parse_args()
     results = {}
