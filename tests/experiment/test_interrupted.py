@@ -17,8 +17,8 @@ FILE = """
 algos = ["ppo", "a2c"]
 envs = ["CartPole-v1"]
 seeds = 2
-total_steps = 40960
-checkpoints = 8
+total_steps = 204800
+checkpoints = 40
 
 [run]
 num_envs = 4
@@ -80,7 +80,10 @@ def test_kill_9_in_the_middle_then_again_gives_the_uninterrupted_report(tmp_path
 
 def test_sigterm_stops_the_experiment_and_its_cells_with_checkpoints(tmp_path):
     path = tmp_path / "exp.toml"
-    path.write_text(FILE.replace("total_steps = 40960", "total_steps = 819200"))  # minutes
+    # Long enough that the signal lands while the cells train: the first checkpoint comes
+    # after 40,960 steps, the cells would take minutes.
+    long = FILE.replace("total_steps = 204800", "total_steps = 4096000")
+    path.write_text(long.replace("checkpoints = 40", "checkpoints = 100"))
     out = tmp_path / "out"
     driver = subprocess.Popen(
         _experiment(path, out, "--jobs", "2"),
@@ -110,7 +113,7 @@ def test_sigterm_stops_the_experiment_and_its_cells_with_checkpoints(tmp_path):
 def test_the_submitit_executor_runs_each_cell_as_a_job(tmp_path):
     pytest.importorskip("submitit")
     path = tmp_path / "exp.toml"
-    path.write_text(FILE.replace("total_steps = 40960", "total_steps = 2048"))
+    path.write_text(FILE.replace("total_steps = 204800", "total_steps = 2048"))
     done = subprocess.run(
         _experiment(path, tmp_path / "out", "--executor", "submitit-local", "--jobs", "2"),
         capture_output=True,
