@@ -38,6 +38,7 @@ from jaxrl_fdg.run import signals
 
 EXECUTORS = ("local", "submitit-local", "slurm")
 _POLL_S = 0.5
+RELEASE_WAIT_S = 120.0  # how long a cell another process holds is waited for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,13 +100,7 @@ def _run(experiment, folder, cells, left_out, executor, options, echo) -> Outcom
         echo(f"left out {item.name}: {item.reason}")
     for name in replaced:
         echo(f"{name}: its definition changed; its old folder moved to replaced/")
-    states = {c.name: folder.state(c.name) for c in cells}
-    busy = [name for name, state in states.items() if state == "running"]
-    if busy:
-        raise ConfigError(
-            f"cells {', '.join(busy)} of {str(folder.path)!r} are running in another process; "
-            "wait for it to finish or stop it"
-        )
+    states = _states_once_released(folder, [c.name for c in cells], echo)
     todo = [c.name for c in cells if states[c.name] != "done"]
     done = len(cells) - len(todo)
     echo(
@@ -123,6 +118,31 @@ def _run(experiment, folder, cells, left_out, executor, options, echo) -> Outcom
     if failed:
         echo(f"not done: {', '.join(f'{n} ({final[n]}, log: logs/{n}.log)' for n in failed)}")
     return Outcome(folder.path, final, todo, left_out)
+
+
+def _states_once_released(
+    folder: ExperimentFolder, names: list[str], echo: Callable[[str], None]
+) -> dict[str, str]:
+    """Each cell's state, once no process holds a cell's folder. The cells of an experiment
+    killed a moment ago are still writing their last checkpoint (they were sent SIGTERM as it
+    died): waited for, up to :data:`RELEASE_WAIT_S`; a holder longer than that is another
+    process's run, and refused."""
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    said = False
+    while True:
+        states = {name: folder.state(name) for name in names}
+        busy = [name for name, state in states.items() if state == "running"]
+        if not busy:
+            return states
+        if time.monotonic() > deadline:
+            raise ConfigError(
+                f"cells {', '.join(busy)} of {str(folder.path)!r} are held by another process "
+                "(jaxrl-fdg experiment status shows them); wait for it to finish or stop it"
+            )
+        if not said:
+            echo(f"waiting for {', '.join(busy)}: another process holds them (a cell stopping?)")
+            said = True
+        time.sleep(_POLL_S)
 
 
 def status(out: str | Path) -> list[dict[str, Any]]:

@@ -122,3 +122,26 @@ def test_a_bad_file_stops_before_anything_runs(tmp_path, capsys):
     assert "--executor 'nowhere' is not one of local, submitit-local, slurm" in (
         capsys.readouterr().err
     )
+
+
+def test_a_cell_held_by_another_process_is_waited_for_then_refused(tmp_path, monkeypatch):
+    import threading
+
+    from jaxrl_fdg.errors import ConfigError
+    from jaxrl_fdg.experiment import runner
+    from jaxrl_fdg.run.lock import FolderLock
+
+    experiment = folders.ExperimentFolder(tmp_path)
+    run = experiment.run_dir("ppo-CartPole-v1")
+    run.mkdir(parents=True)
+    held = FolderLock.acquire(run, "train")  # as a cell of a killed experiment, still saving
+    said = []
+    threading.Timer(0.6, held.release).start()
+    states = runner._states_once_released(experiment, ["ppo-CartPole-v1"], said.append)
+    assert states == {"ppo-CartPole-v1": "missing"}
+    assert said == ["waiting for ppo-CartPole-v1: another process holds them (a cell stopping?)"]
+    held = FolderLock.acquire(run, "train")  # held for good: refused once the wait is over
+    monkeypatch.setattr(runner, "RELEASE_WAIT_S", 0.3)
+    with pytest.raises(ConfigError, match="are held by another process"):
+        runner._states_once_released(experiment, ["ppo-CartPole-v1"], said.append)
+    held.release()
