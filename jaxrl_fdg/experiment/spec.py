@@ -293,7 +293,6 @@ def _cell_config(
         "eval_every": experiment.eval_every,
         "eval_episodes": experiment.eval_episodes,
         "checkpoint_every": max(1, steps // experiment.checkpoints),
-        "progress": False,
         "hparams": dict(setting.values.get("hparams", {})),
         "env_options": {
             **setting.values.get("env_options", {}),
