@@ -26,7 +26,7 @@ from jaxrl_fdg.errors import ConfigError, warn
 DEFAULT_OUTPUT = "comparison.png"
 DEFAULT_METRIC = "eval_return"  # the deterministic policy's return: runs with --eval-every
 FALLBACK_METRIC = "episode_return"  # what every run logs
-_TITLES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
+TITLES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
 
 
 class GroupScores(NamedTuple):
@@ -77,9 +77,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parse_normalize(text: str | None) -> tuple[float, float] | None:
+    """``"MIN:MAX"`` as two numbers with ``MIN < MAX`` (``None`` for no text)."""
+    return None if text is None else parse_bounds(text)
+
+
+def parse_bounds(text: str) -> tuple[float, float]:
     """``"MIN:MAX"`` as two numbers with ``MIN < MAX``."""
-    if text is None:
-        return None
     try:
         low, high = (float(part) for part in text.split(":"))
     except ValueError:
@@ -101,15 +104,7 @@ def compare(
     :data:`DEFAULT_METRIC` where every run's rows have it (runs that evaluate), else
     :data:`FALLBACK_METRIC` (with a warning saying so)."""
     runs = plots.find_runs(paths)
-    if metric is None:
-        metric = DEFAULT_METRIC
-        if not all(any(metric in row for row in run.rows) for run in runs):
-            metric = FALLBACK_METRIC
-            warn(
-                f"comparing {FALLBACK_METRIC}: not every run has {DEFAULT_METRIC} (runs "
-                f"evaluate with --eval-every); give --metric {DEFAULT_METRIC} to require it"
-            )
-    plots.check_column(runs, metric)
+    metric = scored_metric(runs, metric)
     names = stats.AGGREGATES if normalize else stats.AGGREGATES[:-1]
     groups = []
     grouped = plots.group_runs(runs)
@@ -126,6 +121,23 @@ def compare(
         )
         groups.append(GroupScores(label, scores, estimates))
     return Comparison(metric, normalize, groups)
+
+
+def scored_metric(runs: Sequence[plots.Run], metric: str | None, *, say: bool = True) -> str:
+    """The metric runs are scored by: ``metric`` where given (every run must have it), else
+    :data:`DEFAULT_METRIC` where every run's rows have it, else :data:`FALLBACK_METRIC` (with
+    a warning saying so, unless not ``say``)."""
+    if metric is None:
+        metric = DEFAULT_METRIC
+        if not all(any(metric in row for row in run.rows) for run in runs):
+            metric = FALLBACK_METRIC
+            if say:
+                warn(
+                    f"comparing {FALLBACK_METRIC}: not every run has {DEFAULT_METRIC} (runs "
+                    f"evaluate with --eval-every); give --metric {DEFAULT_METRIC} to require it"
+                )
+    plots.check_column(runs, metric)
+    return metric
 
 
 def final_score(run: plots.Run, metric: str) -> float:
@@ -157,7 +169,7 @@ def table(comparison: Comparison) -> str:
     out.add_column("group")
     out.add_column("runs", justify="right")
     for name in first:
-        out.add_column(_TITLES[name], justify="right")
+        out.add_column(TITLES[name], justify="right")
     fmt = ".3f" if comparison.normalize else ".4g"
     for group in comparison.groups:
         cells = [
@@ -183,13 +195,9 @@ def draw(comparison: Comparison, path: Path, *, resamples: int = 2000) -> Path:
     axes = fig.subplots(1, len(names) + 1, width_ratios=[1] * len(names) + [1.6])
     colors = [f"C{i}" for i in range(len(groups))]
     for ax, name in zip(axes, names, strict=False):
-        for i, group in enumerate(groups):
-            e = group.estimates[name]
-            ax.barh(i, e.high - e.low, left=e.low, height=0.6, color=colors[i], alpha=0.6)
-            ax.plot([e.point, e.point], [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+        interval_bars(ax, [(*g.estimates[name], colors[i]) for i, g in enumerate(groups)])
         ax.set_yticks(range(len(groups)), [g.label for g in groups] if ax is axes[0] else [])
-        ax.invert_yaxis()
-        ax.set_title(_TITLES[name])
+        ax.set_title(TITLES[name])
         ax.grid(axis="x", alpha=0.3)
     scale = " (normalized)" if comparison.normalize else ""
     axes[len(names) // 2].set_xlabel(f"{comparison.metric}{scale}")
@@ -197,6 +205,15 @@ def draw(comparison: Comparison, path: Path, *, resamples: int = 2000) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     return path
+
+
+def interval_bars(ax, rows: Sequence[tuple[float, float, float, str]]) -> None:
+    """One bar per ``(point, low, high, color)``, top to bottom: the interval shaded, the point
+    a black tick."""
+    for i, (point, low, high, color) in enumerate(rows):
+        ax.barh(i, high - low, left=low, height=0.6, color=color, alpha=0.6)
+        ax.plot([point, point], [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+    ax.invert_yaxis()
 
 
 def _profiles(ax, comparison: Comparison, colors: list[str], resamples: int) -> None:

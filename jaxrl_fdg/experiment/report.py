@@ -44,9 +44,7 @@ def parse_normalize(pairs: Sequence[str]) -> dict[str, tuple[float, float]]:
         env, sep, scores = pair.rpartition("=")
         if not sep or not env:
             raise ConfigError(f"--normalize takes ENV=RANDOM:REFERENCE, got {pair!r}")
-        bounds = compare.parse_normalize(scores)
-        assert bounds is not None
-        table[env] = bounds
+        table[env] = compare.parse_bounds(scores)
     return table
 
 
@@ -67,7 +65,7 @@ def report(
     out = _output(paths, out)
     table = {**table, **(normalize or {})}
     runs = [run for members in labels.values() for run in members]
-    metric = _metric(runs, metric)
+    metric = compare.scored_metric(runs, metric, say=False)
     scores = {
         label: _by_env(members, lambda r: compare.final_score(r, metric))
         for label, members in labels.items()
@@ -145,13 +143,13 @@ def _runs(paths: list[Path]) -> tuple[dict[str, list[plots.Run]], dict, str]:
         labels: dict[str, list[plots.Run]] = {}
         settings = {c["setting"] for c in record["cells"].values()}
         for name, cell in record["cells"].items():
-            run_dir = folder.run_dir(name)
-            if folder.state(name) != "done":
-                warn(f"cell {name} is {folder.state(name)}: left out of the report")
+            state = folder.state(name)
+            if state != "done":
+                warn(f"cell {name} is {state}: left out of the report")
                 continue
             algo = cell.get("label", cell["algo"])
             label = algo if settings == {"default"} else f"{algo}-{cell['setting']}"
-            labels.setdefault(label, []).extend(plots.find_runs([run_dir]))
+            labels.setdefault(label, []).extend(plots.find_runs([folder.run_dir(name)]))
         if not labels:
             raise ConfigError(
                 f"{str(paths[0])!r}: no cell is done yet (jaxrl-fdg experiment status)"
@@ -198,15 +196,6 @@ def _by_env(runs: Sequence[plots.Run], score) -> dict[str, np.ndarray]:
     for run in runs:
         by_env.setdefault(str(run.config.get("env")), []).append(score(run))
     return {env: np.asarray(v, float) for env, v in sorted(by_env.items())}
-
-
-def _metric(runs: Sequence[plots.Run], metric: str | None) -> str:
-    if metric is not None:
-        plots.check_column(runs, metric)
-        return metric
-    if all(any(compare.DEFAULT_METRIC in row for row in run.rows) for run in runs):
-        return compare.DEFAULT_METRIC
-    return compare.FALLBACK_METRIC
 
 
 def _curve_metric(runs: Sequence[plots.Run], metric: str) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from jaxrl_fdg import plots
-from jaxrl_fdg.experiment.report_text import TITLES, scale
+from jaxrl_fdg.compare import TITLES, interval_bars
+from jaxrl_fdg.experiment.report_text import scale
 
 
 def draw(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], out: Path) -> dict:
@@ -53,7 +54,9 @@ def _aggregates(result: dict[str, Any], colors: Mapping[str, str]):
     fig = _figure(2.6 * len(names), 1.2 + 0.4 * len(aggregates))
     axes = np.atleast_1d(fig.subplots(1, len(names)))
     for ax, name in zip(axes, names, strict=True):
-        _intervals(ax, [(est[name], colors[label]) for label, est in aggregates.items()])
+        interval_bars(
+            ax, [(*_bounds(est[name]), colors[label]) for label, est in aggregates.items()]
+        )
         ax.set_yticks(range(len(aggregates)), list(aggregates) if ax is axes[0] else [])
         ax.set_title(TITLES[name])
         ax.grid(axis="x", alpha=0.3)
@@ -77,7 +80,7 @@ def _improvement(result: dict[str, Any], colors: Mapping[str, str]):
         return None
     fig = _figure(5, 0.8 + 0.35 * len(pairs))
     ax = fig.subplots()
-    _intervals(ax, [(p, colors[p["x"]]) for p in pairs])
+    interval_bars(ax, [(*_bounds(p), colors[p["x"]]) for p in pairs])
     ax.set_yticks(range(len(pairs)), [f"P({p['x']} > {p['y']})" for p in pairs])
     ax.axvline(0.5, color="gray", linestyle="--", linewidth=1)
     ax.set_xlim(0, 1)
@@ -135,12 +138,8 @@ def _curves(result: dict[str, Any], labels: Mapping[str, list[plots.Run]], color
     return fig
 
 
-def _intervals(ax, rows: list[tuple[Mapping[str, float], str]]) -> None:
-    """One bar per row, top to bottom: its interval shaded, its point a black tick."""
-    for i, (e, color) in enumerate(rows):
-        ax.barh(i, e["high"] - e["low"], left=e["low"], height=0.6, color=color, alpha=0.6)
-        ax.plot([e["point"]] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
-    ax.invert_yaxis()
+def _bounds(e: Mapping[str, float]) -> tuple[float, float, float]:
+    return e["point"], e["low"], e["high"]
 
 
 def _line(ax, x, center, low, high, color: str, label: str) -> None:

@@ -7,7 +7,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-TITLES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
+from jaxrl_fdg.compare import TITLES
 
 
 def scale(result: dict[str, Any]) -> str:
