@@ -19,8 +19,6 @@ Nothing holds a cell's state but its run folder: ``done`` (its summary says comp
 from __future__ import annotations
 
 import datetime
-import errno
-import fcntl
 import json
 import os
 import shutil
@@ -31,13 +29,14 @@ from typing import Any
 from jaxrl_fdg.config import dump_toml
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.experiment.spec import Cell, Experiment, LeftOut, algo_label, plain
+from jaxrl_fdg.run import checkpoint
 from jaxrl_fdg.run.lock import FILE as LOCK_FILE
-from jaxrl_fdg.run.lock import FolderLock
+from jaxrl_fdg.run.lock import FolderLock, is_held
+from jaxrl_fdg.run.run_folder import atomic_write
 
 RECORD = "experiment.json"
 ATTEMPTS = "attempts.jsonl"
 STATES = ("done", "running", "resumable", "failed", "missing")
-_MANIFEST = "jaxrl_fdg_manifest.json"  # written into a checkpoint once it is whole
 
 
 class ExperimentFolder:
@@ -96,7 +95,7 @@ class ExperimentFolder:
         replaced = self._replace_changed(before, cells, new)
         self.configs_dir.mkdir(parents=True, exist_ok=True)
         for cell in cells:
-            _write_atomic(self.configs_dir / f"{cell.name}.toml", dump_toml(plain(cell.config)))
+            _write(self.configs_dir / f"{cell.name}.toml", dump_toml(plain(cell.config)))
         record = {
             "name": experiment.name,
             "file": _jsonable(experiment.source),
@@ -110,7 +109,7 @@ class ExperimentFolder:
             "updated": _now(),
             "versions": _versions(),
         }
-        _write_atomic(self.path / RECORD, json.dumps(record, indent=2) + "\n")
+        _write(self.path / RECORD, json.dumps(record, indent=2) + "\n")
         return replaced
 
     def _replace_changed(self, before: dict | None, cells: Sequence[Cell], new: bool) -> list[str]:
@@ -149,7 +148,7 @@ class ExperimentFolder:
         run = self.run_dir(name)
         if not run.is_dir():
             return "missing"
-        if _locked(run):
+        if is_held(run):
             return "running"
         summary = _read_json(run / "summary.json")
         if summary and summary.get("status") == "completed":
@@ -257,34 +256,18 @@ def _cell_record(cell: Cell) -> dict[str, Any]:
 
 def checkpoints(run: Path) -> list[int]:
     """The steps of the whole checkpoints in ``run`` (one a crash cut short has no manifest)."""
-    folder = run / "checkpoints"
+    folder = run / checkpoint.FOLDER
     if not folder.is_dir():
         return []
     return sorted(
-        int(p.name) for p in folder.iterdir() if p.name.isdigit() and (p / _MANIFEST).is_file()
+        int(p.name)
+        for p in folder.iterdir()
+        if p.name.isdigit() and (p / checkpoint.MANIFEST).is_file()
     )
 
 
 def write_status(rows: Iterable[dict[str, Any]], path: Path) -> None:
-    _write_atomic(path, json.dumps(list(rows), indent=2) + "\n")
-
-
-def _locked(run: Path) -> bool:
-    """Whether a process holds ``run``'s lock (``jaxrl_fdg.run.lock``): asked without waiting,
-    and given back at once."""
-    try:
-        fd = os.open(run / ".lock", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        return e.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    _write(path, json.dumps(list(rows), indent=2) + "\n")
 
 
 def _last_step(run: Path) -> int:
@@ -308,11 +291,9 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def _changes(before: dict[str, Any], now: dict[str, Any]) -> str:

@@ -281,19 +281,9 @@ def _start(folder: ExperimentFolder, name: str, device: str | None, parent: int)
     env = {**os.environ, signals.PARENT_VARIABLE: str(parent)}
     if device is not None:
         env["CUDA_VISIBLE_DEVICES"] = device
-    log = open(folder.log_file(name), "a")  # noqa: SIM115 (closed when it ends)
-    log.write(f"\n$ jaxrl-fdg {' '.join(argv)}\n")
-    log.flush()
-    proc = subprocess.Popen(
-        command(argv),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        # A session of its own: a Ctrl-C at the terminal reaches this process only, which
-        # passes each child one SIGTERM (two would stop it without saving).
-        start_new_session=True,
-    )
+    # A session of its own: a Ctrl-C at the terminal reaches this process only, which passes
+    # each child one SIGTERM (two would stop it without saving).
+    proc, log = _spawn(argv, folder.log_file(name), env=env, start_new_session=True)
     entry = {
         "cell": name,
         "argv": argv,
@@ -340,12 +330,25 @@ def _stop_children(running: dict) -> None:
 def run_cell(argv: list[str], log_file: str) -> int:
     """A cell's process, as a submitit job runs it: ``jaxrl-fdg ARGV`` with its output appended
     to the cell's log. Returns its exit status."""
-    with open(log_file, "a") as log:
-        log.write(f"\n$ jaxrl-fdg {' '.join(argv)}\n")
-        log.flush()
-        return subprocess.run(
-            command(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        ).returncode
+    proc, log = _spawn(argv, log_file)
+    with log:
+        try:
+            return proc.wait()
+        except BaseException:  # as subprocess.run: the cell does not outlive its job
+            proc.kill()
+            raise
+
+
+def _spawn(argv: list[str], log_file: str | Path, **popen: Any) -> tuple[subprocess.Popen, Any]:
+    """``jaxrl-fdg ARGV`` started with its output appended to ``log_file`` (after a line naming
+    the command); the process and the open log, which the caller closes once it ends."""
+    log = open(log_file, "a")  # noqa: SIM115 (closed by the caller)
+    log.write(f"\n$ jaxrl-fdg {' '.join(argv)}\n")
+    log.flush()
+    proc = subprocess.Popen(
+        command(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **popen
+    )
+    return proc, log
 
 
 def _run_submitit(

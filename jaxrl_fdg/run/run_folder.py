@@ -109,7 +109,7 @@ class RunFolder:
             self._lock = None
 
     def write_config(self, data: dict[str, Any]) -> None:
-        _atomic_write(self.path / "config.toml", dump_toml(data))
+        atomic_write(self.path / "config.toml", dump_toml(data))
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         """Append ``row`` to ``metrics.jsonl``, ``metrics.csv`` and the event files."""
@@ -193,13 +193,13 @@ class RunFolder:
             )
         self.close()
         self._purge_step = kept[-1]["step"] + 1 if kept else 0
-        _atomic_write(self.jsonl_file, "".join(json.dumps(r) + "\n" for r in kept))
+        atomic_write(self.jsonl_file, "".join(json.dumps(r) + "\n" for r in kept))
         if kept:
             table = io.StringIO(newline="")
             writer = csv.DictWriter(table, fieldnames=list(kept[0]), extrasaction="ignore")
             writer.writeheader()
             writer.writerows(kept)
-            _atomic_write(self.csv_file, table.getvalue())
+            atomic_write(self.csv_file, table.getvalue())
         else:
             self.csv_file.unlink(missing_ok=True)
         return kept
@@ -239,7 +239,7 @@ class RunFolder:
             self.loggers.pop(0).finish(summary)
 
     def write_json(self, name: str, data: Any) -> None:
-        _atomic_write(self.path / name, json.dumps(data, indent=2) + "\n")
+        atomic_write(self.path / name, json.dumps(data, indent=2) + "\n")
 
     def close(self) -> None:
         for handle in (self._jsonl, self._csv, self._events):
@@ -278,7 +278,8 @@ def _cell(text: str | None) -> Any:
     return text
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all: a temporary file, synced, then renamed."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
