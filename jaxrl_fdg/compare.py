@@ -16,7 +16,7 @@ import argparse
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -159,7 +159,6 @@ def final_score(run: plots.Run, metric: str) -> float:
 
 def table(comparison: Comparison) -> str:
     """The aggregates of each group, ``point [low, high]``, as a fixed-width table."""
-    from rich.console import Console
     from rich.table import Table
 
     first = comparison.groups[0].estimates
@@ -176,8 +175,15 @@ def table(comparison: Comparison) -> str:
             f"{e.point:{fmt}} [{e.low:{fmt}}, {e.high:{fmt}}]" for e in group.estimates.values()
         ]
         out.add_row(group.label, str(group.runs), *cells)
+    return as_text(out)
+
+
+def as_text(table: Any) -> str:
+    """A rich ``Table`` as plain fixed-width text, 120 columns, no trailing spaces."""
+    from rich.console import Console
+
     console = Console(width=120, record=True, file=_Null())
-    console.print(out)
+    console.print(table)
     return "\n".join(line.rstrip() for line in console.export_text().rstrip().splitlines())
 
 

@@ -138,7 +138,6 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 
 def status_table(rows: list[dict]) -> str:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title_justify="left")
@@ -154,15 +153,12 @@ def status_table(rows: list[dict]) -> str:
             "—" if final is None else f"{final:.4g}",
             "—" if row["run_s"] is None else f"{row['run_s']:.0f}",
         )
-    counts = {}
-    for row in rows:
-        counts[row["state"]] = counts.get(row["state"], 0) + 1
-    from jaxrl_fdg.compare import _Null
+    from collections import Counter
 
-    console = Console(width=120, record=True, file=_Null())
-    console.print(table)
-    text = "\n".join(line.rstrip() for line in console.export_text().rstrip().splitlines())
-    return text + "\n" + ", ".join(f"{n} {state}" for state, n in counts.items())
+    from jaxrl_fdg.compare import as_text
+
+    counts = Counter(row["state"] for row in rows)
+    return as_text(table) + "\n" + ", ".join(f"{n} {state}" for state, n in counts.items())
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
