@@ -63,8 +63,8 @@ def main(out: str, fault: str) -> None:
     elif kind == "row":
         _on_call(run_folder.RunFolder, "append_metrics", int(arg), before=_half_row)
     elif kind == "summary":
-        real = run_folder._atomic_write
-        run_folder._atomic_write = lambda p, t: (_half_summary(p, t), real(p, t))
+        real = run_folder.atomic_write
+        run_folder.atomic_write = lambda p, t: (_half_summary(p, t), real(p, t))
     elif kind == "after":
         real_append = run_folder.RunFolder.append_metrics
 
