@@ -30,7 +30,8 @@ def check_reset(env: Environment, params: Any) -> TimeStep:
     """
     shapes = reset_shapes(env, params)
     space = env.observation_space(params)
-    found = spaces.mismatch(space, shapes.observation)
+    agents = _agents_axis(env)  # a multi-agent game's observations are [N, *one agent's]
+    found = spaces.mismatch(space, shapes.observation, agents)
     if found:
         raise EnvironmentContractError(
             f"{env.name}: {found} (observation_space is {spaces.describe(space)})"
@@ -43,9 +44,10 @@ def check_reset(env: Environment, params: Any) -> TimeStep:
                 f"{spaces.describe(action_space)}"
             )
         mask = shapes.info[ACTION_MASK]
-        if tuple(mask.shape) != (action_space.n,) or mask.dtype != bool:
+        expected = (*agents, action_space.n)
+        if tuple(mask.shape) != expected or mask.dtype != bool:
             raise EnvironmentContractError(
-                f"{env.name}: action_mask must be bool [{action_space.n}] (one flag per action), "
+                f"{env.name}: action_mask must be bool {list(expected)} (one flag per action), "
                 f"got {mask.dtype} {tuple(mask.shape)}"
             )
     return shapes
@@ -71,15 +73,30 @@ def check_step(env: Environment, params: Any) -> None:
     if spaces.is_nested(action_space):  # an action of a nested space: its own adapter's
         return
 
+    agents = _agents_axis(env)
+
     def first_step(key):
         state, _ = env.reset(key, params)
-        return env.step(key, state, spaces.example(action_space), params)[1]
+        return env.step(key, state, spaces.example(action_space, agents), params)[1]
 
     timestep = jax.eval_shape(first_step, jax.random.key(0))
     for name in ("reward", "terminated", "truncated"):
         shape = tuple(getattr(timestep, name).shape)
-        if shape != ():
-            raise EnvironmentContractError(
-                f"{env.name}: step returns {name} of shape {shape}; it must be one value per "
-                "environment, shape () (a batch of environments is vmapped over step)"
+        expected = agents if name == "reward" else ()
+        if shape != expected:
+            per = (
+                f"one per agent, shape {expected}"
+                if expected
+                else "one value per environment, shape ()"
             )
+            raise EnvironmentContractError(
+                f"{env.name}: step returns {name} of shape {shape}; it must be {per} (a batch of "
+                "environments is vmapped over step)"
+            )
+
+
+def _agents_axis(env: Environment) -> tuple[int, ...]:
+    """``(N,)`` for a game of ``N`` agents (its values carry the agents axis), else ``()``."""
+    from jaxrl_fdg.envs.multi_agent import is_multi_agent
+
+    return (env.num_agents,) if is_multi_agent(env) else ()

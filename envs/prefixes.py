@@ -1,7 +1,7 @@
 """Environment names with a prefix: ``brax/<env>[:<backend>]``, ``gym/<id>``, ``gymnax/<id>``,
 ``playground/<name>``, ``envpool/<task-id>``, ``craftax/<id>``, ``xminigrid/<id>``,
-``navix/<id>``, ``jumanji/<id>``, and the generic ``gymnax-api/<module>:<factory>`` and
-``timestep-api/<module>:<factory>``.
+``navix/<id>``, ``jumanji/<id>``, ``jaxmarl/<name>``, and the generic
+``gymnax-api/<module>:<factory>`` and ``timestep-api/<module>:<factory>``.
 
 Each prefix names an adapter to another library's environments. :data:`ADAPTERS` is the table:
 the prefix, what it gives, an example, the package it needs and how to install it, a cheap check
@@ -37,6 +37,9 @@ What ``**overrides`` mean, per prefix (for registered names they replace fields 
   environment's ``time_limit``); ``flatten_action=False`` keeps a ``MultiDiscrete`` action
   unflattened; other keywords go to Jumanji's constructor (``board_size=3``)
   (:mod:`~jaxrl_fdg.envs.jumanji_adapter`).
+* ``jaxmarl/``: ``map`` picks an SMAX map (``3m``, ``2s3z``); ``pad``, ``agent_ids`` and
+  ``world_state`` shape what the agents observe; ``max_steps`` is a guard limit above JaxMARL's
+  own; other keywords go to ``jaxmarl.make`` (:mod:`~jaxrl_fdg.envs.jaxmarl_adapter`).
 * ``gymnax-api/<module>:<factory>``: any object with gymnax's API, built by
   ``module.factory(**keywords)`` (it may return ``(env, params)`` as ``gymnax.make`` does), less
   ``max_steps`` (the episode length), ``time_limit`` (which params field holds it) and
@@ -51,7 +54,7 @@ What ``**overrides`` mean, per prefix (for registered names they replace fields 
   (the working directory included when run from the command line).
 
 Nothing here imports Brax, gymnasium, gymnax, Playground, EnvPool, Craftax, XLand-MiniGrid,
-Navix or Jumanji: :func:`check` and :func:`adapters` look packages up with
+Navix, Jumanji or JaxMARL: :func:`check` and :func:`adapters` look packages up with
 ``importlib.util.find_spec``, and each builder imports its package when it runs.
 """
 
@@ -267,6 +270,18 @@ def _build_timestep_api(reference: str, overrides: dict[str, Any]) -> tuple[Any,
     return make_timestep_api(factory, f"timestep-api/{reference}", **overrides)
 
 
+def _probe_jaxmarl() -> None:
+    from jaxrl_fdg.envs.jaxmarl_adapter import _import_jaxmarl
+
+    _import_jaxmarl()
+
+
+def _build_jaxmarl(name: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+    from jaxrl_fdg.envs.jaxmarl_adapter import make_jaxmarl
+
+    return make_jaxmarl(name, **overrides)
+
+
 ADAPTERS: tuple[Adapter, ...] = (
     Adapter(
         "brax/",
@@ -358,6 +373,18 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxrl-fdg[jumanji]",
         _check_jumanji,
         _build_jumanji,
+    ),
+    Adapter(
+        "jaxmarl/",
+        "jaxmarl/<name>",
+        "a JaxMARL multi-agent game (MPE, SMAX, Overcooked, Hanabi, ...), agents folded into "
+        "the batch, on the device",
+        "jaxmarl/MPE_simple_spread_v3",
+        "jaxmarl",
+        "jaxrl-fdg[jaxmarl]",
+        _check_id("jaxmarl/"),
+        _build_jaxmarl,
+        _probe_jaxmarl,
     ),
     Adapter(
         "gymnax-api/",

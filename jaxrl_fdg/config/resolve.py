@@ -9,6 +9,7 @@ placement does not declare.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -23,6 +24,7 @@ from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec
 from jaxrl_fdg.core.lagged import POLICY_LAGS
 from jaxrl_fdg.envs.contracts import check_reset, check_step
 from jaxrl_fdg.envs.errors import EnvironmentContractError
+from jaxrl_fdg.envs.multi_agent import is_multi_agent
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.profiling.timers import MODES as PROFILE_MODES
 from jaxrl_fdg.tuning import Distribution, is_search
@@ -146,6 +148,10 @@ def _place(
         env_params=env_params,
     )
     context = placement.context(asked, context)
+    if is_multi_agent(env):  # the algorithm's batch axis: every agent of every game
+        context = dataclasses.replace(
+            context, num_envs=context.num_envs * env.num_agents, num_agents=env.num_agents
+        )
     spec.check(context)
     return Resolved(config, spec, hparams, env, env_params, context, sweep, runs, placement, asked)
 

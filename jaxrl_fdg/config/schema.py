@@ -313,18 +313,23 @@ class TrainConfig:
 
     def with_defaults(self, defaults: Mapping[str, Any] = RUN_DEFAULTS) -> TrainConfig:
         """This config with every unset run setting taken from ``defaults`` (an algorithm's),
-        then from :data:`RUN_DEFAULTS`."""
-        unknown = sorted(set(defaults) - set(RUN_DEFAULTS))
+        then from :data:`RUN_DEFAULTS`. ``defaults["env_options"]`` are options the algorithm
+        asks of its environment (MAPPO: the world state); the config's own ``env_options``
+        override them key by key."""
+        unknown = sorted(set(defaults) - set(RUN_DEFAULTS) - {"env_options"})
         if unknown:
             raise ValueError(
                 f"algorithm defaults name {', '.join(unknown)}, which an algorithm cannot "
-                f"choose (valid: {', '.join(RUN_DEFAULTS)})"
+                f"choose (valid: {', '.join(RUN_DEFAULTS)}, env_options)"
             )
         changes = {
             name: defaults.get(name, fallback)
             for name, fallback in RUN_DEFAULTS.items()
             if getattr(self, name) is None
         }
+        asked = defaults.get("env_options") or {}
+        if any(key not in self.env_options for key in asked):
+            changes["env_options"] = {**asked, **self.env_options}
         return dataclasses.replace(self, **changes) if changes else self
 
     def _setting(self, name: str) -> Any:

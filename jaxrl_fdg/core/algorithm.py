@@ -53,7 +53,8 @@ class AlgorithmContext(Generic[H]):
     Attributes:
       observation_space, action_space: of a single environment.
       num_envs: environments stepped in parallel by this copy of the graph (the batch axis
-        ``B``; a data-parallel shard's share).
+        ``B``; a data-parallel shard's share). For a multi-agent game, the rows of the batch:
+        games x :attr:`num_agents`, game-major (:mod:`~jaxrl_fdg.envs.multi_agent`).
       rollout_len: steps per rollout (the time axis ``T``).
       num_iterations: the iterations that schedules depending on the budget span: the run's
         own (``total_steps``), unless ``schedule_steps`` gives others, as it does for a run
@@ -62,6 +63,9 @@ class AlgorithmContext(Generic[H]):
       combine_gradients: set by the placement, never called by an algorithm: the identity on one
         device, a mean over the shards of a data-parallel run. :meth:`optimizer` applies it to
         gradients, :meth:`pool` to other statistics.
+      num_agents: the agents of one game the batch folds (1: a single-agent environment).
+        An algorithm that treats each game's agents together reshapes ``[B, ...]`` rows as
+        ``[B / num_agents, num_agents, ...]`` (``envs.multi_agent.unfold``).
       env, env_params: the run's environment (an ``Environment`` and its params, or a host
         simulator and ``None``), for fragments that play episodes of their own (an in-graph
         evaluator); ``None`` where the context was made without one.
@@ -76,6 +80,7 @@ class AlgorithmContext(Generic[H]):
     combine_gradients: Callable[[Any], Any] = _identity
     env: Environment[Any, Any] | HostSimulator | None = None
     env_params: Any = None  # the Environment's params (its own pytree type); None on the host
+    num_agents: int = 1
 
     @property
     def batch_size(self) -> int:

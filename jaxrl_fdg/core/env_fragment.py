@@ -72,23 +72,37 @@ def env_fragment(env: Environment, params: Any, num_envs: int, name: str = "env"
     written as edges of their own, which the trajectory keeps in ``info``.
     """
     from jaxrl_fdg.envs.contracts import check_reset
+    from jaxrl_fdg.envs.multi_agent import fold, fold_timestep, num_agents, unfold
 
     info_names = tuple(k for k in check_reset(env, params).info if k != ACTION_MASK)
+    agents = num_agents(env)
+    if num_envs % agents:
+        raise ConfigError(
+            f"{env.name} is a game of {agents} agents: its env fragment's batch of {num_envs} rows "
+            f"must be a multiple of {agents} (num_envs games x {agents} agents)"
+        )
+    games = num_envs // agents
 
     # The batch-level entry points draw randomness once per step for the whole batch rather
     # than through one key per environment, which is most of the cost of a classic-control step.
+    # A multi-agent game's agents are folded into the batch, game-major (envs.multi_agent).
     def init(key: jax.Array) -> tuple[EpisodeState, Any, dict]:
-        env_state, timestep = env.reset_batch(key, num_envs, params)
+        env_state, timestep = env.reset_batch(key, games, params)
+        if agents > 1:
+            return env_state, fold(timestep.observation, agents), fold(timestep.info, agents)
         return env_state, timestep.observation, timestep.info
 
     action_space = env.action_space(params)
 
     def step_batch(env_state: EpisodeState, action: jax.Array, key: jax.Array):
         check_action(env.name, action_space, num_envs, action)  # as it traces: shapes only
-        return env.step_batch(key, env_state, action, params)
+        if agents == 1:
+            return env.step_batch(key, env_state, action, params)
+        env_state, timestep = env.step_batch(key, env_state, unfold(action, agents), params)
+        return env_state, fold_timestep(timestep, agents)
 
     return batched_env_fragment(
-        name, num_envs, init, step_batch, info=info_names, masked=env.has_action_mask
+        name, num_envs, init, step_batch, info=info_names, masked=env.has_action_mask, agents=agents
     )
 
 
@@ -118,6 +132,7 @@ def batched_env_fragment(
     host_apply: ApplyFn | None = None,
     info: tuple[str, ...] = (),
     masked: bool = False,
+    agents: int = 1,
 ) -> Fragment:
     """The env fragment around any batched simulator: episode statistics, edges, publishing.
 
@@ -131,6 +146,9 @@ def batched_env_fragment(
       info: the names of the time step's info written as edges (``next_action_mask`` among
         them for a masked environment).
       masked: the simulator reports an ``action_mask``, which the fragment keeps and publishes.
+      agents: the agents of each game where the batch folds them (``num_envs`` is then games x
+        agents rows; :mod:`~jaxrl_fdg.envs.multi_agent`), which the fragment records as its
+        :attr:`~jaxrl_fdg.core.fragment.Fragment.agents`.
     """
 
     def init_state(key: jax.Array) -> EnvFragmentState:
@@ -155,6 +173,7 @@ def batched_env_fragment(
         published=PUBLISHED + ((ACTION_MASK,) if masked else ()),
         site=site,
         host_apply=host_apply,
+        agents=agents,
     )
 
 

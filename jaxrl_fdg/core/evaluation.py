@@ -30,6 +30,7 @@ from jaxrl_fdg.core.names import (
     PARAMS,
 )
 from jaxrl_fdg.envs.base import Environment
+from jaxrl_fdg.envs.multi_agent import fold, num_agents, unfold
 from jaxrl_fdg.errors import GraphError
 
 Policy = Callable[..., Any]  # (params, observations [B, ...]) -> actions [B], or see below
@@ -69,7 +70,7 @@ def evaluator(
     ``[B, n]``), the legal actions at the observations.
     """
 
-    act, initial = _with_memory(policy, memory)
+    act, initial = _for_agents(*_with_memory(policy, memory), num_agents(env))
     masked = getattr(env, "has_action_mask", False)
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
@@ -123,7 +124,7 @@ def episode_states(
     the environment's own state with leaves ``[steps, episodes, ...]``) and whether that step
     ended the environment's first episode or a later one (``ended`` bool ``[steps, episodes]``).
     """
-    act, initial = _with_memory(policy, memory)
+    act, initial = _for_agents(*_with_memory(policy, memory), num_agents(env))
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     masked = getattr(env, "has_action_mask", False)
@@ -192,7 +193,8 @@ def _record(c: _Episodes, ts: Any, ended: jax.Array) -> _Episodes:
     return c._replace(
         observation=ts.observation,
         action_mask=ts.info.get(ACTION_MASK),
-        total=c.total + jnp.where(live, ts.reward, 0.0),
+        # A game's return is its agents' mean, as the run's episode_return averages agents.
+        total=c.total + jnp.where(live, _per_game(ts.reward), 0.0),
         length=c.length + live,
         done=c.done | ended,
     )
@@ -214,10 +216,36 @@ def _with_memory(
 
 
 def _reset_where(ended: jax.Array, memory: Any, initial: Any) -> Any:
-    """``memory`` with each environment's rows put back to ``initial`` where ``ended`` ``[B]``."""
-    return jax.tree.map(
-        lambda m, m0: jnp.where(ended.reshape(-1, *[1] * (m.ndim - 1)), m0, m), memory, initial
-    )
+    """``memory`` with each environment's rows put back to ``initial`` where ``ended`` ``[B]``
+    (each game's agents' rows, where the memory holds ``B x N`` rows of a multi-agent game)."""
+
+    def reset(m: jax.Array, m0: jax.Array) -> jax.Array:
+        flags = jnp.repeat(ended, m.shape[0] // ended.shape[0])
+        return jnp.where(flags.reshape(-1, *[1] * (m.ndim - 1)), m0, m)
+
+    return jax.tree.map(reset, memory, initial)
+
+
+def _for_agents(
+    act: Callable[..., tuple[jax.Array, Any]], initial: Callable[[int], Any], agents: int
+) -> tuple[Callable[..., tuple[jax.Array, Any]], Callable[[int], Any]]:
+    """``act`` and ``initial`` for games of ``agents`` agents: the policy sees each game's
+    agents as rows of its batch (``[E x N, ...]``, as in training) and the game gets ``[E, N]``
+    actions back; the memory of ``E`` games is that of ``E x N`` rows."""
+    if agents == 1:
+        return act, initial
+
+    def team(params, observation, memory, mask):
+        mask = None if mask is None else fold(mask, agents)
+        action, memory = act(params, fold(observation, agents), memory, mask)
+        return unfold(action, agents), memory
+
+    return team, lambda n: initial(n * agents)
+
+
+def _per_game(reward: jax.Array) -> jax.Array:
+    """A step's reward of each game ``[E]``: its agents' mean where it has an agents axis."""
+    return reward.mean(axis=-1) if reward.ndim > 1 else reward
 
 
 def evaluation_key(seed: int, iteration: int) -> jax.Array:

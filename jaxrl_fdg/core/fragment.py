@@ -114,6 +114,9 @@ class Fragment(NamedTuple):
         the plans that step host fragments between compiled programs call (``apply`` itself
         reaches the host through a callback inside a compiled program). ``None``: they call
         ``apply`` uncompiled.
+      agents: for an env fragment of a multi-agent game, the agents its batch axis folds into
+        each game (:mod:`~jaxrl_fdg.envs.multi_agent`): its rows are games x agents, and the
+        loop counts one env step per game. 1 for every other fragment.
     """
 
     name: str
@@ -128,6 +131,7 @@ class Fragment(NamedTuple):
     methods: tuple[Method, ...] = ()
     cadence: Cadence | None = None
     host_apply: ApplyFn | None = None
+    agents: int = 1
 
     @property
     def placement(self) -> str:
@@ -186,6 +190,7 @@ def fragment(
     cadence: Cadence | None = None,
     host_apply: ApplyFn | None = None,
     placement: str | None = None,
+    agents: int = 1,
 ) -> Fragment:
     """Build a :class:`Fragment`, validating its declaration (a stateless one by default).
 
@@ -230,6 +235,7 @@ def fragment(
         ),
         cadence,
         host_apply,
+        agents,
     )
 
 

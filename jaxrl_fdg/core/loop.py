@@ -223,7 +223,8 @@ class _Pieces:
         self, state: LoopState, trajectory: Transition, key: jax.Array
     ) -> tuple[LoopState, Metrics]:
         """The nodes after the rollout, in order; metrics include completed-episode statistics."""
-        env_steps = (state.iteration + 1) * trajectory.reward.size
+        # One env step per game: a multi-agent env's rows are its games' agents.
+        env_steps = (state.iteration + 1) * (trajectory.reward.size // self.info.env.agents)
         edges = {TRAJECTORY: trajectory, ENV_STEPS: env_steps, ITERATION_EDGE: state.iteration + 1}
         learn = Learn(self, state.fragments, edges)
         metrics: Metrics = {}

@@ -359,6 +359,9 @@ def _session(resolved, plan, folder, opened: _Opened, evaluate, signals, chosen)
         signals=signals,
         agree=agree,
     )
+    agents = resolved.context.num_agents
+    if agents > 1:  # a multi-agent game: its agents' steps beside the games' (env_steps)
+        session.summary_extra["agents"] = agents
     if chosen is not None:  # how --fusion / --placement auto chose, in summary.json
         session.summary_extra["auto"] = chosen
     extended = extension.read(folder.path) if folder is not None else None

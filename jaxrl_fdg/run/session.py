@@ -286,6 +286,8 @@ class Session:
         )
         summary["executables"] = self.plan.executables
         summary.update(self.summary_extra)
+        if "agents" in summary:  # env_steps counts games; each of their agents took a step
+            summary["agent_steps"] = summary["env_steps"] * summary["agents"]
         if self.signal is not None and self.status == "interrupted":
             summary["signal"] = signal.Signals(self.signal).name
         if self.folder is not None:

@@ -44,6 +44,16 @@ TINY = {
     "sac": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
     "td3": dict(env="Pendulum-v1", hparams={**_OFF_POLICY, "replay": "prioritized"}),
     "ddpg": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
+    # Multi-agent: three agents of each MPE game folded into the batch (2 games: 6 rows).
+    "ippo": dict(
+        env="jaxmarl/MPE_simple_spread_v3",
+        hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)},
+    ),
+    "mappo": dict(
+        env="jaxmarl/MPE_simple_spread_v3",
+        env_options={"world_state": True},
+        hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)},
+    ),
 }
 
 
@@ -100,7 +110,9 @@ BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "c51", "pqn"}
 # checks its updates (test_continuous_control). So is recurrent PPO's (50 s cold): the default
 # tier checks its learner against its actor bit for bit and its resume (test_recurrent,
 # test_checkpoint).
-COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru", "sac")
+# MAPPO is IPPO's program with a dict observation and the critic on its world state: IPPO's sweep
+# (the agents folded into the batch) is the default tier's.
+COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru", "sac", "mappo")
 
 
 def algo_params(algos):

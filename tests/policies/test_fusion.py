@@ -1,13 +1,27 @@
 """Every fusion mode computes the same thing for every registered algorithm (PPO, recurrent
-PPO, A2C, IMPALA, PQN, DQN, C51, SAC, TD3, DDPG), and nothing recompiles after the first
-iteration. The sweep's configurations, runs and comparisons: tests/policies/conftest.py."""
+PPO, A2C, IMPALA, PQN, DQN, C51, SAC, TD3, DDPG, and IPPO and MAPPO on a multi-agent game),
+and nothing recompiles after the first iteration. The sweep's configurations, runs and
+comparisons: tests/policies/conftest.py."""
 
 import pytest
 
 import jaxrl_fdg as rl
 
 # conftest.py parametrizes the runs over these: every entry of its TINY.
-SWEPT = ("ppo", "dqn", "a2c", "c51", "ddpg", "impala", "pqn", "ppo_gru", "sac", "td3")
+SWEPT = (
+    "ppo",
+    "dqn",
+    "a2c",
+    "c51",
+    "ddpg",
+    "impala",
+    "pqn",
+    "ppo_gru",
+    "sac",
+    "td3",
+    "ippo",
+    "mappo",
+)
 
 
 def test_every_algorithm_is_swept(sweep):

@@ -55,6 +55,9 @@ TINY = {
     "sac": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
     "td3": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
     "ddpg": dict(env="Pendulum-v1", hparams=_OFF_POLICY),
+    # 4 games of 3 agents: 2 games (6 rows) per shard.
+    "ippo": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
+    "mappo": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
 }
 
 
