@@ -30,6 +30,7 @@ from jaxrl_fdg.envs import check_rules, check_traced, host, registry
 from jaxrl_fdg.envs.base import Environment
 from jaxrl_fdg.envs.check_host import HostProbe
 from jaxrl_fdg.envs.check_probe import Failed, JaxProbe, Skip, describe_error
+from jaxrl_fdg.envs.multi_agent import JointView, is_multi_agent
 
 __all__ = ["CHECKS", "Problem", "Report", "check_env", "check_sizes"]
 
@@ -172,6 +173,8 @@ def check_env(
         skips = dict.fromkeys(_HOST_SKIPS, _HOST_WHY)
     elif isinstance(env_or_name, Environment):
         params = env_or_name.default_params if params is None else params
+        if is_multi_agent(env_or_name):  # a game of N agents, checked with its joint spaces
+            env_or_name = JointView(env_or_name)
         probe, skips = JaxProbe(env_or_name, params, num_envs, steps, seed), {}
     else:
         raise TypeError(

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 import jax
 import jax.numpy as jnp
 
+from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.base import ACTION_MASK, NEXT_ACTION_MASK, Environment, EpisodeState, TimeStep
 
 TEnvState = TypeVar("TEnvState")
@@ -60,6 +61,63 @@ class MultiAgentEnvironment(Environment[TEnvState, TParams]):
         state, timestep = super().reset(key, params)
         # One reward per agent: zeros of the step's shape.
         return state, timestep._replace(reward=jnp.zeros((self.num_agents,), jnp.float32))
+
+
+class JointView(Environment[TEnvState, TParams]):
+    """A game of ``N`` agents seen as one environment of joint spaces: observations ``[N, *obs]``
+    (each leaf), actions ``MultiDiscrete([n] * N)`` or a Box ``[N, d]``, the reward the agents'
+    mean. What ``jaxrl-fdg check-env`` checks a multi-agent game through: its dynamics, keys,
+    auto-reset and time limit are the game's own. The action mask, ``[N, n]``, is not carried
+    (a mask is of a Discrete space); its shape is checked when a run resolves."""
+
+    def __init__(self, game: MultiAgentEnvironment):
+        self.game = game
+        self.name = game.name
+        self.num = game.num_agents
+
+    @property
+    def default_params(self) -> TParams:
+        return self.game.default_params
+
+    def reset_env(self, key: jax.Array, params: TParams):
+        return self.game.reset_env(key, params)
+
+    def auto_reset_env(self, key: jax.Array, state: TEnvState, params: TParams):
+        return self.game.auto_reset_env(key, state, params)
+
+    def step_env(self, key: jax.Array, state: TEnvState, action: jax.Array, params: TParams):
+        state, obs, reward, terminated = self.game.step_env(key, state, action, params)
+        return state, obs, jnp.mean(reward), terminated
+
+    def info_env(self, state: TEnvState, params: TParams) -> dict[str, jax.Array]:
+        return self.game.info_env(state, params)
+
+    @property
+    def has_info(self) -> bool:
+        return self.game.has_info
+
+    def observation_space(self, params: TParams) -> spaces.Space:
+        return _joint(self.game.observation_space(params), self.num)
+
+    def action_space(self, params: TParams) -> spaces.Space:
+        space = self.game.action_space(params)
+        if isinstance(space, spaces.Discrete):
+            return spaces.MultiDiscrete((int(space.n),) * self.num, space.dtype)
+        return _joint(space, self.num)
+
+
+def _joint(space: Any, num: int) -> Any:
+    """``space`` with an agents axis in front of each leaf."""
+    if isinstance(space, spaces.Dict):
+        return spaces.Dict({k: _joint(v, num) for k, v in space.spaces.items()})
+    if isinstance(space, spaces.Box):
+        low = jnp.broadcast_to(jnp.asarray(space.low, space.dtype), space.shape)
+        high = jnp.broadcast_to(jnp.asarray(space.high, space.dtype), space.shape)
+        shape = (num, *space.shape)
+        return spaces.Box(
+            jnp.broadcast_to(low, shape), jnp.broadcast_to(high, shape), shape, space.dtype
+        )
+    raise ValueError(f"no joint space of {spaces.describe(space)} for {num} agents")
 
 
 def fold(tree: Any, num_agents: int) -> Any:
@@ -105,6 +163,7 @@ def num_agents(env: Any) -> int:
 __all__ = [
     "ACTION_MASK",
     "AGENT_DONE",
+    "JointView",
     "NEXT_ACTION_MASK",
     "MultiAgentEnvironment",
     "fold",

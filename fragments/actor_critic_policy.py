@@ -133,6 +133,7 @@ class Policy:
                 continuous=self.continuous,
                 log_std_init=hp.log_std_init,
                 **common,
+                **asymmetric,
             )
             self.memory_width = memory_width(hp.memory, hp.memory_size)
             self.outputs = (*self.outputs, MEMORY, EPISODE_START)

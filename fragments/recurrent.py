@@ -19,6 +19,7 @@ from jaxrl_fdg.fragments.networks import (
     image_torso,
     orthogonal,
 )
+from jaxrl_fdg.fragments.torsos import view
 
 MEMORIES = ("none", "gru", "lstm")
 
@@ -107,18 +108,23 @@ class RecurrentActorCritic(nn.Module):
     memory_size: int = 128
     continuous: bool = False
     log_std_init: float = 0.0
+    # An asymmetric actor-critic, as ActorCritic's: each core reads one key of a dict
+    # observation ("": all of it); ``critic_ndim`` is the critic's part's rank.
+    policy_input: str = ""
+    critic_input: str = ""
+    critic_ndim: ObsNdim | None = None
 
     def setup(self) -> None:
         core = dict(
             hidden_sizes=tuple(self.hidden_sizes),
             activation=self.activation,
-            obs_ndim=self.obs_ndim,
             torso=self.torso,
             memory=self.memory,
             memory_size=self.memory_size,
         )
-        self.policy_core = RecurrentCore(**core)
-        self.value_core = RecurrentCore(**core)
+        critic_ndim = self.obs_ndim if self.critic_ndim is None else self.critic_ndim
+        self.policy_core = RecurrentCore(obs_ndim=self.obs_ndim, **core)
+        self.value_core = RecurrentCore(obs_ndim=critic_ndim, **core)
         self.policy = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))
         self.critic = nn.Dense(1, kernel_init=orthogonal(1.0))
         if self.continuous:
@@ -135,7 +141,10 @@ class RecurrentActorCritic(nn.Module):
 
     def encode(self, obs: Any) -> tuple[jax.Array, jax.Array]:
         """What the cells read of ``obs`` (any leading axes): each torso's features."""
-        return self.policy_core.features(obs), self.value_core.features(obs)
+        return (
+            self.policy_core.features(view(obs, self.policy_input)),
+            self.value_core.features(view(obs, self.critic_input)),
+        )
 
     def recur(self, memory: jax.Array, features: tuple[jax.Array, jax.Array]):
         """The two cells' step: ``(memory, features) -> (memory, their outputs)``."""
@@ -155,4 +164,5 @@ class RecurrentActorCritic(nn.Module):
     def value(self, memory: jax.Array, obs: jax.Array) -> jax.Array:
         """``V [B]`` after one step from ``memory`` (the value network alone)."""
         _, value_memory = jnp.split(memory, 2, axis=-1)
+        obs = view(obs, self.critic_input)
         return self.critic(self.value_core(value_memory, obs)[1])[..., 0]

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg import policies
 from jaxrl_fdg.core import algorithm as algorithms
-from jaxrl_fdg.envs.spaces import Box, Discrete
+from jaxrl_fdg.envs.spaces import Box, Dict, Discrete
 from jaxrl_fdg.errors import ConfigError
 
 # Observation spaces the probes below offer: a vector, and an image large enough for any torso.
@@ -47,8 +47,12 @@ def _accepts(spec: algorithms.AlgorithmSpec, action_space: Any, **hparams: Any) 
     hp = dataclasses.replace(spec.hparams(), **hparams)
     if "num_minibatches" in {f.name for f in dataclasses.fields(hp)}:
         hp = dataclasses.replace(hp, num_minibatches=1)
+    # A vector, or a dict of vectors under the keys the algorithm's own networks read (MAPPO's
+    # actor and critic read two keys of the observation).
+    keys = [getattr(hp, k, "") for k in ("actor_observation", "critic_observation")]
+    observation = Dict({k: _VECTOR for k in keys}) if all(keys) else _VECTOR
     ctx = algorithms.AlgorithmContext(
-        observation_space=_VECTOR,
+        observation_space=observation,
         action_space=action_space,
         num_envs=4,
         rollout_len=8,

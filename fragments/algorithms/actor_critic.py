@@ -137,11 +137,6 @@ def check(name: str, ctx: AlgorithmContext[ActorCriticConfig]) -> None:
     hp = ctx.hparams
     actor = observation_part(ctx.observation_space, hp.actor_observation, "actor_observation")
     critic = observation_part(ctx.observation_space, hp.critic_observation, "critic_observation")
-    if hp.memory != "none" and (hp.actor_observation or hp.critic_observation):
-        raise ConfigError(
-            f"{name} with memory {hp.memory!r} reads the whole observation in both networks; "
-            "actor_observation and critic_observation need memory none"
-        )
     check_torso(hp.torso, actor)
     check_torso(hp.torso, critic)
 

@@ -112,6 +112,14 @@ def test_agent_ids_widen_each_observation():
     np.testing.assert_array_equal(ts.observation[:, -3:], np.eye(3))
 
 
+def test_check_env_checks_a_game_through_its_joint_spaces():
+    from jaxrl_fdg.envs import check
+
+    report = check.check_env(SPREAD, steps=60, num_envs=2)
+    assert report.ok, str(report)
+    assert "spaces" in report.passed and "auto_reset" in report.passed
+
+
 def test_bad_names_are_refused_with_the_choices():
     with pytest.raises(UnknownEnvironmentError, match="MPE_simple_spread_v3"):
         envs.make("jaxmarl/MPE_simple_sprad_v3")

@@ -105,5 +105,12 @@ def test_a_key_the_observation_lacks_is_refused_with_the_valid_ones():
         _context("ppo", critic_observation="privileged")
     with pytest.raises(rl.ConfigError, match="picks a key of a dict observation"):
         rl.resolve(testing.tiny("sac", hparams={"critic_observation": "privileged_state"}))
-    with pytest.raises(rl.ConfigError, match="memory none"):
-        _context("ppo", memory="gru")
+
+
+def test_a_recurrent_asymmetric_actor_critic_keeps_each_core_on_its_key():
+    # Each core (torso, then its cell) reads its own key: MAPPO's recurrent critic on the world
+    # state, the actors' cells on their observations.
+    policy = Policy(_context("ppo", memory="gru", memory_size=8, hidden_sizes=(16,)))
+    params = policy.init(jax.random.key(0))["params"]
+    assert params["policy_core"]["body"]["Dense_0"]["kernel"].shape[0] == 2
+    assert params["value_core"]["body"]["Dense_0"]["kernel"].shape[0] == 3

@@ -175,11 +175,10 @@ def same_metrics(metrics, reference) -> None:
 def same_keys_and_observations(state, reference) -> None:
     """The same key stream, bit for bit, and the same observations to float32 rounding."""
     testing.assert_same_bits(state.key, reference.key)
-    np.testing.assert_allclose(
+    jax.tree.map(  # a dict observation (MAPPO's) leaf by leaf
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
         state.fragments["env"].observation,
         reference.fragments["env"].observation,
-        rtol=1e-5,
-        atol=1e-6,
     )
 
 
