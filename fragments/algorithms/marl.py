@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxrl_fdg.core.algorithm import AlgorithmContext, AlgorithmSpec, hparam
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.envs.spaces import Dict
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments.algorithms import ppo
@@ -52,10 +52,16 @@ def check_mappo(ctx: AlgorithmContext[MAPPOConfig]) -> None:
     ppo.check(ctx)
 
 
+def build(ctx: AlgorithmContext[ppo.PPOConfig]) -> Algorithm:
+    """PPO's fragments on the game's rows: IPPO with ``ppo.PPOConfig``, MAPPO with
+    :class:`MAPPOConfig` (its networks on the keys it names)."""
+    return ppo.build(ctx)
+
+
 IPPO = AlgorithmSpec(
     name="ippo",
     hparams=ppo.PPOConfig,
-    build=ppo.build,
+    build=build,
     check=ppo.check,
     summary="Independent PPO, one network shared by every agent of a multi-agent game",
     defaults=MPE_DEFAULTS,
@@ -64,7 +70,7 @@ IPPO = AlgorithmSpec(
 MAPPO = AlgorithmSpec(
     name="mappo",
     hparams=MAPPOConfig,
-    build=ppo.build,
+    build=build,
     check=check_mappo,
     summary="Multi-agent PPO: shared actors on their observations, a critic on the world state",
     defaults=dict(MPE_DEFAULTS, env_options={"world_state": True}),

@@ -22,6 +22,7 @@ def test_there_are_tutorials_with_code():
         "experiments",
         "extend-a-built-in",
         "host-simulator",
+        "multi-agent",
         "own-jax-env",
         "populations",
         "profile",
