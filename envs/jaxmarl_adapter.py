@@ -86,7 +86,7 @@ class JaxMARLEnv(MultiAgentEnvironment[JaxMARLState, JaxMARLParams]):
         world_state: bool = False,
         **kwargs: Any,
     ):
-        jaxmarl = _import_jaxmarl()
+        jaxmarl = import_jaxmarl()
         if name not in jaxmarl.registered_envs:
             raise UnknownEnvironmentError(
                 unknown("JaxMARL environment", name, jaxmarl.registered_envs)
@@ -205,7 +205,7 @@ class JaxMARLEnv(MultiAgentEnvironment[JaxMARLState, JaxMARLParams]):
         return action[i, : math.prod(space.shape)].reshape(space.shape)
 
 
-def _import_jaxmarl() -> Any:
+def import_jaxmarl() -> Any:
     """``jaxmarl``, without the lines its import prints about optional submodules.
 
     Its MABrax module silences Brax's import and then sets ``sys.stdout`` to

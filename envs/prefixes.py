@@ -148,12 +148,6 @@ def _build_envpool(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     return envpool_simulator(env_id, **overrides), None
 
 
-def _build_playground(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
-    from jaxrl_fdg.envs.playground_adapter import make_playground
-
-    return make_playground(env_id, **overrides)
-
-
 def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     from jaxrl_fdg.envs.gymnax_adapter import make_gymnax, with_params
 
@@ -232,30 +226,6 @@ def _factory(prefix: str, reference: str) -> Callable[..., Any]:
     return obj
 
 
-def _build_craftax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
-    from jaxrl_fdg.envs.craftax_adapter import make_craftax
-
-    return make_craftax(env_id, **overrides)
-
-
-def _build_xminigrid(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
-    from jaxrl_fdg.envs.xminigrid_adapter import make_xminigrid
-
-    return make_xminigrid(env_id, **overrides)
-
-
-def _build_navix(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
-    from jaxrl_fdg.envs.navix_adapter import make_navix
-
-    return make_navix(env_id, **overrides)
-
-
-def _build_jumanji(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
-    from jaxrl_fdg.envs.jumanji_adapter import make_jumanji
-
-    return make_jumanji(env_id, **overrides)
-
-
 def _build_gymnax_api(reference: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
     from jaxrl_fdg.envs.gymnax_adapter import make_gymnax_api
 
@@ -270,16 +240,15 @@ def _build_timestep_api(reference: str, overrides: dict[str, Any]) -> tuple[Any,
     return make_timestep_api(factory, f"timestep-api/{reference}", **overrides)
 
 
-def _probe_jaxmarl() -> None:
-    from jaxrl_fdg.envs.jaxmarl_adapter import _import_jaxmarl
+def _maker(module: str, function: str) -> Callable[[str, dict[str, Any]], tuple[Any, Any]]:
+    """``build`` that calls ``function(id, **overrides)`` of adapter ``envs.<module>``,
+    importing it (and so its package) only then."""
 
-    _import_jaxmarl()
+    def build(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
+        adapter = importlib.import_module(f"jaxrl_fdg.envs.{module}")
+        return getattr(adapter, function)(env_id, **overrides)
 
-
-def _build_jaxmarl(name: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
-    from jaxrl_fdg.envs.jaxmarl_adapter import make_jaxmarl
-
-    return make_jaxmarl(name, **overrides)
+    return build
 
 
 ADAPTERS: tuple[Adapter, ...] = (
@@ -322,7 +291,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "mujoco_playground",
         "jaxrl-fdg[playground]",
         _check_id("playground/"),
-        _build_playground,
+        _maker("playground_adapter", "make_playground"),
     ),
     Adapter(
         "envpool/",
@@ -342,7 +311,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "craftax",
         "jaxrl-fdg[craftax]",
         _check_craftax,
-        _build_craftax,
+        _maker("craftax_adapter", "make_craftax"),
     ),
     Adapter(
         "xminigrid/",
@@ -352,7 +321,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "xminigrid",
         "jaxrl-fdg[xminigrid]",
         _check_prefix("XLand-MiniGrid", ("XLand-MiniGrid", "MiniGrid")),
-        _build_xminigrid,
+        _maker("xminigrid_adapter", "make_xminigrid"),
     ),
     Adapter(
         "navix/",
@@ -362,7 +331,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "navix",
         "jaxrl-fdg[navix]",
         _check_prefix("Navix", ("Navix-",)),
-        _build_navix,
+        _maker("navix_adapter", "make_navix"),
     ),
     Adapter(
         "jumanji/",
@@ -372,7 +341,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jumanji",
         "jaxrl-fdg[jumanji]",
         _check_jumanji,
-        _build_jumanji,
+        _maker("jumanji_adapter", "make_jumanji"),
     ),
     Adapter(
         "jaxmarl/",
@@ -383,8 +352,8 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxmarl",
         "jaxrl-fdg[jaxmarl]",
         _check_id("jaxmarl/"),
-        _build_jaxmarl,
-        _probe_jaxmarl,
+        _maker("jaxmarl_adapter", "make_jaxmarl"),
+        lambda: importlib.import_module("jaxrl_fdg.envs.jaxmarl_adapter").import_jaxmarl(),
     ),
     Adapter(
         "gymnax-api/",

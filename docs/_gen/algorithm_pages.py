@@ -28,6 +28,10 @@ _ACTIONS = {
 }
 
 
+# Hyperparameters that name a key of a dict observation for one of an algorithm's networks.
+_OBSERVATION_KEYS = ("actor_observation", "critic_observation", "agent_observation", "mixer_state")
+
+
 class Facts(NamedTuple):
     name: str
     summary: str
@@ -48,9 +52,9 @@ def _accepts(spec: algorithms.AlgorithmSpec, action_space: Any, **hparams: Any) 
     if "num_minibatches" in {f.name for f in dataclasses.fields(hp)}:
         hp = dataclasses.replace(hp, num_minibatches=1)
     # A vector, or a dict of vectors under the keys the algorithm's own networks read (MAPPO's
-    # actor and critic read two keys of the observation).
-    keys = [getattr(hp, k, "") for k in ("actor_observation", "critic_observation")]
-    observation = Dict({k: _VECTOR for k in keys}) if all(keys) else _VECTOR
+    # actor and critic, QMIX's agents and mixer, read two keys of the observation).
+    keys = [getattr(hp, k, "") for k in _OBSERVATION_KEYS]
+    observation = Dict({k: _VECTOR for k in keys if k}) if any(keys) else _VECTOR
     ctx = algorithms.AlgorithmContext(
         observation_space=observation,
         action_space=action_space,

@@ -18,6 +18,10 @@ name through the ``jaxrl_fdg.algorithms`` entry points (``--algo NAME``).
 * ``dpg``: deterministic policy gradients, TD3 (Fujimoto, van Hoof & Meger 2018, arXiv:1802.09477;
   ``TD3_SPEC``, ``td3``) and DDPG (Lillicrap et al. 2016, arXiv:1509.02971; ``DDPG_SPEC``,
   ``ddpg``).
+* ``marl``: IPPO (de Witt et al. 2020, arXiv:2011.09533; ``IPPO``, ``ippo``) and MAPPO (Yu et al.
+  2022, arXiv:2103.01955; ``MAPPO``, ``mappo``), PPO's fragments on a multi-agent game.
+* ``value_decomposition``: VDN (Sunehag et al. 2018, arXiv:1706.05296; ``VDN``, ``vdn``) and
+  QMIX (Rashid et al. 2018, arXiv:1803.11485; ``QMIX``, ``qmix``), trained by PQN's learner.
 
 The families they share: ``actor_critic`` (PPO, A2C and IMPALA; PQN borrows its optimizer and
 rollout learner), ``offpolicy`` (the replay and update-to-data schedule of DQN, C51, SAC, TD3 and
@@ -32,10 +36,12 @@ from jaxrl_fdg.fragments.algorithms import (
     dpg,
     dqn,
     impala,
+    marl,
     offpolicy,
     ppo,
     pqn,
     sac,
+    value_decomposition,
 )
 
 __all__ = [
@@ -46,8 +52,10 @@ __all__ = [
     "dpg",
     "dqn",
     "impala",
+    "marl",
     "offpolicy",
     "ppo",
     "pqn",
     "sac",
+    "value_decomposition",
 ]

@@ -207,14 +207,9 @@ def fragment(
     if host_apply is not None and site is not Site.HOST:
         raise GraphError(f"fragment {name!r}: host_apply is for site 'host' only")
     declared = [("inputs", inputs), ("outputs", outputs), ("published", published)]
-    declared += [(f"{m.name} {kind}", names) for m in methods for kind, names in _ports(m)]
-    for label, names in declared:
-        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
-            raise GraphError(
-                f"fragment {name!r}: {label} must be a tuple of edge names, got {names!r}"
-            )
-        if len(set(names)) != len(names):
-            raise GraphError(f"fragment {name!r} declares duplicate {label}: {names}")
+    _check_edge_names(
+        name, declared + [(f"{m.name} {k}", e) for m in methods for k, e in _ports(m)]
+    )
     method_names = [m.name for m in methods]
     if len(set(method_names)) != len(method_names) or "apply" in method_names:
         raise GraphError(f"fragment {name!r}: method names must be unique, not 'apply'")
@@ -237,6 +232,17 @@ def fragment(
         host_apply,
         agents,
     )
+
+
+def _check_edge_names(name: str, declared: list[tuple[str, Any]]) -> None:
+    """Each ``(label, names)`` is a tuple of distinct, non-empty edge names."""
+    for label, names in declared:
+        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+            raise GraphError(
+                f"fragment {name!r}: {label} must be a tuple of edge names, got {names!r}"
+            )
+        if len(set(names)) != len(names):
+            raise GraphError(f"fragment {name!r} declares duplicate {label}: {names}")
 
 
 def _site(name: str, site: Site | str, placement: str | None) -> Site:

@@ -21,6 +21,7 @@ PREFIXES = (
     "xminigrid/",
     "navix/",
     "jumanji/",
+    "jaxmarl/",
     "gymnax-api/",
     "timestep-api/",
 )

@@ -1,7 +1,7 @@
 """Every fusion mode computes the same thing for every registered algorithm (PPO, recurrent
-PPO, A2C, IMPALA, PQN, DQN, C51, SAC, TD3, DDPG, and IPPO and MAPPO on a multi-agent game),
-and nothing recompiles after the first iteration. The sweep's configurations, runs and
-comparisons: tests/policies/conftest.py."""
+PPO, A2C, IMPALA, PQN, DQN, C51, SAC, TD3, DDPG, and IPPO, MAPPO, VDN and QMIX on a
+multi-agent game), and nothing recompiles after the first iteration. The sweep's
+configurations, runs and comparisons: tests/policies/conftest.py."""
 
 import pytest
 
@@ -21,6 +21,8 @@ SWEPT = (
     "td3",
     "ippo",
     "mappo",
+    "vdn",
+    "qmix",
 )
 
 
@@ -50,7 +52,9 @@ def test_eager_same_state_and_metrics_as_scan(sweep, eager):
     # Three iterations of updates carry those differences on: DDPG's stored actions (tanh of
     # its actor's output) differ by up to 5e-5 relative.
     sweep.same_state(eager["eager"][0], eager["scan"][0], dict(rtol=1e-4, atol=1e-5))
-    sweep.same_metrics(eager["eager"][1], eager["scan"][1])
+    # The metrics to the state's tolerance: QMIX's loss, a square of team values summed over
+    # agents, carries the updates' rounding to 3e-5 relative by the third iteration.
+    sweep.same_metrics(eager["eager"][1], eager["scan"][1], rtol=1e-4)
     sweep.same_keys_and_observations(eager["eager"][0], eager["scan"][0])
 
 

@@ -58,6 +58,8 @@ TINY = {
     # 4 games of 3 agents: 2 games (6 rows) per shard.
     "ippo": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
     "mappo": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
+    "vdn": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
+    "qmix": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
 }
 
 

@@ -1,0 +1,276 @@
+"""Value decomposition: VDN and QMIX, trained by PQN's learner on a game's agents.
+
+Each agent acts ε-greedily on its own Q-values from one network shared by every agent (an
+agent's rows of the folded batch, :mod:`~jaxrl_fdg.envs.multi_agent`); the team learns a joint
+value built from the Q-values of the actions its agents took:
+
+* **VDN** (Sunehag et al. 2018): ``Q_tot = Σ_i Q_i(o_i, a_i)``;
+* **QMIX** (Rashid et al. 2018): ``Q_tot = f_s(Q_1, ..., Q_N)``, a two-layer mixing network whose
+  weights come from hypernetworks on the game's world state ``s``, taken in absolute value so
+  that ``Q_tot`` rises with every ``Q_i`` (the greedy joint action is then each agent's own
+  greedy action).
+
+Both are trained as PQN trains one Q-network (:mod:`~jaxrl_fdg.fragments.algorithms.pqn`; Gallici
+et al. 2024, whose multi-agent variant JaxMARL runs as ``pqn_vdn``): the rollout's team Q(λ)
+targets, computed once from the parameters that start the update, then epochs of shuffled
+minibatches of whole games' steps, with no replay buffer and no target network, LayerNorm in the
+agents' network. For a rollout of ``T`` steps from ``B`` games,
+
+    q'_t = f_{s'_t}(max_a Q_i(o'_{i,t}, a) for each agent i)        (legal actions only)
+    G_t  = c·R_t + γ (1 − terminated_t) [(1 − λ) q'_t + λ G_{t+1}]
+    L    = ½ E[(f_{s_t}(Q_i(o_{i,t}, a_{i,t})) − G_t)²]
+
+with ``R_t`` the team's reward, the sum of its agents' rewards (as JaxMARL's Q-learning
+baselines take it). The defaults are those of JaxMARL's ``pqn_vdn_ff_mpe`` configuration
+(256 games × 16 steps, γ = 0.9, λ = 0.3, ε from 1 to 0.1 over the first 10%).
+
+QMIX's mixer reads the observation's ``world_state`` (a JaxMARL game gives one with
+``world_state=true``, which ``--algo qmix`` asks for) and the agents read ``observation``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl_fdg import validate
+from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
+from jaxrl_fdg.core.loop import Transition
+from jaxrl_fdg.core.names import (
+    ACTION,
+    ACTION_MASK,
+    METRICS,
+    NEXT_ACTION_MASK,
+    OBSERVATION,
+    PARAMS,
+    TRAJECTORY,
+)
+from jaxrl_fdg.envs import spaces
+from jaxrl_fdg.envs.spaces import Dict
+from jaxrl_fdg.errors import ConfigError
+from jaxrl_fdg.fragments import exploration, losses
+from jaxrl_fdg.fragments.algorithms import actor_critic as ac
+from jaxrl_fdg.fragments.algorithms import pqn
+from jaxrl_fdg.fragments.minibatch import minibatch_epochs
+from jaxrl_fdg.fragments.networks import QNetwork, check_torso, orthogonal
+from jaxrl_fdg.fragments.torsos import observation_ndim, observation_part, view
+
+MIXERS = ("vdn", "qmix")
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueDecompositionConfig(pqn.PQNConfig):
+    """PQN's hyperparameters at JaxMARL's ``pqn_vdn_ff_mpe`` settings, and the mixer's."""
+
+    lr: float = hparam(5e-4, "learning rate; with anneal_lr, where its linear decay to 0 starts")
+    gamma: float = hparam(0.9, "discount factor γ")
+    q_lambda: float = hparam(0.3, "λ of the Q(λ) targets: 0 one-step, 1 returns to the window end")
+    reward_scale: float = hparam(1.0, "rewards are multiplied by this in the targets")
+    epsilon_end: float = hparam(0.1, "ε-greedy's ε at the end of its linear decay")
+    epsilon_fraction: float = hparam(0.1, "fraction of the run over which ε decays")
+    max_grad_norm: float = hparam(1.0, "clip gradients to this global norm")
+    anneal_lr: bool = hparam(False, "decay the learning rate linearly to 0 over the run")
+    mixer: str = hparam("vdn", "how the agents' Q-values make the team's: vdn (their sum) or qmix")
+    agent_observation: str = hparam("", "key of a dict observation the agents read (empty: all)")
+    mixer_state: str = hparam("world_state", "key of the dict observation qmix's mixer reads")
+    mixing_size: int = hparam(32, "units of qmix's mixing layer")
+    hypernet_size: int = hparam(64, "hidden units of qmix's hypernetworks")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        validate.choice("mixer", self.mixer, MIXERS)
+        validate.positive_int("mixing_size", self.mixing_size)
+        validate.positive_int("hypernet_size", self.hypernet_size)
+
+
+class QMixer(nn.Module):
+    """QMIX's monotonic mixing network: ``(q [..., N], state [..., S]) -> Q_tot [...]``."""
+
+    num_agents: int
+    mixing_size: int
+    hypernet_size: int
+
+    @nn.compact
+    def __call__(self, q: jax.Array, state: jax.Array) -> jax.Array:
+        n, e = self.num_agents, self.mixing_size
+
+        def hyper(out: int, name: str) -> jax.Array:
+            hidden = nn.relu(nn.Dense(self.hypernet_size, kernel_init=orthogonal(1.0))(state))
+            return nn.Dense(out, kernel_init=orthogonal(1.0), name=name)(hidden)
+
+        w1 = jnp.abs(hyper(n * e, "w1")).reshape(*q.shape[:-1], n, e)
+        b1 = nn.Dense(e, kernel_init=orthogonal(1.0), name="b1")(state)
+        hidden = nn.elu(jnp.einsum("...n,...ne->...e", q, w1) + b1)
+        w2 = jnp.abs(hyper(e, "w2"))
+        b2 = hyper(1, "b2")[..., 0]
+        return jnp.einsum("...e,...e->...", hidden, w2) + b2
+
+
+class Batch(NamedTuple):
+    """A rollout's games ``[T·B, ...]``: the agents' observations ``[T·B, N, ...]`` and actions
+    ``[T·B, N]``, the mixer's state ``[T·B, S]`` (empty for VDN) and the team's targets."""
+
+    observation: Any
+    action: jax.Array
+    state: Any
+    target: jax.Array
+
+
+def check(ctx: AlgorithmContext[ValueDecompositionConfig]) -> None:
+    name = ctx.hparams.mixer
+    if not isinstance(ctx.action_space, spaces.Discrete):
+        raise ConfigError(
+            f"{name} needs a Discrete action space (max_a Q over a finite set of actions), got "
+            f"{spaces.describe(ctx.action_space)}"
+        )
+    hp = ctx.hparams
+    space = ctx.observation_space
+    if hp.mixer == "qmix" and not (isinstance(space, Dict) and hp.mixer_state in space.spaces):
+        raise ConfigError(
+            f"qmix's mixer reads the observation's {hp.mixer_state!r}: it needs a multi-agent game "
+            "that publishes a world state (jaxmarl/<name> with --env-option world_state=true, "
+            "the default for qmix)"
+        )
+    seen = observation_part(space, hp.agent_observation, "agent_observation")
+    check_torso(hp.torso, seen)
+    games = ctx.num_envs // ctx.num_agents
+    validate.divides(
+        "num_minibatches",
+        hp.num_minibatches,
+        "num_envs (games) × rollout_len",
+        games * ctx.rollout_len,
+    )
+
+
+def build(ctx: AlgorithmContext[ValueDecompositionConfig]) -> Algorithm:
+    hp = ctx.hparams
+    agents = ctx.num_agents
+    seen = observation_part(ctx.observation_space, hp.agent_observation)
+    net = QNetwork(
+        num_actions=ctx.action_space.n,
+        hidden_sizes=tuple(hp.hidden_sizes),
+        activation=hp.activation,
+        obs_ndim=observation_ndim(seen),
+        layer_norm=hp.layer_norm,
+        torso=hp.torso,
+    )
+    qmix = hp.mixer == "qmix"
+    mixer = QMixer(agents, hp.mixing_size, hp.hypernet_size)
+    num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
+    tx = ac.optimizer(ctx, num_updates, optax.radam)
+    epsilon = exploration.epsilon_schedule(
+        hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, ctx.num_iterations * ctx.batch_size
+    )
+    example = spaces.example(ctx.observation_space)
+
+    # The learner's variables: {"params": {"agents": the agents' network, "mixer": QMIX's}}.
+    def q_values(variables, observation):
+        agents_net = {"params": variables["params"]["agents"]}
+        return net.apply(agents_net, view(observation, hp.agent_observation))
+
+    def mix(variables, q: jax.Array, state: Any) -> jax.Array:
+        """The team's value of its agents' ``q`` ``[..., N]``."""
+        if not qmix:
+            return q.sum(axis=-1)
+        return mixer.apply({"params": variables["params"]["mixer"]}, q, state)
+
+    def games_of(tree: Any) -> Any:
+        """``[T, B·N, ...]`` leaves as ``[T, B, N, ...]`` (each step's rows unfolded)."""
+        return jax.tree.map(lambda x: x.reshape(x.shape[0], -1, agents, *x.shape[2:]), tree)
+
+    def mixer_state(observation: Any) -> Any:
+        """The world state of each game ``[..., B, S]``: its first agent's."""
+        return games_of(view(observation, hp.mixer_state))[:, :, 0] if qmix else ()
+
+    def init(key: jax.Array):
+        k_agents, k_mixer = jax.random.split(key)
+        params = {"agents": net.init(k_agents, view(example, hp.agent_observation))["params"]}
+        if qmix:
+            world = view(example, hp.mixer_state)
+            params["mixer"] = mixer.init(k_mixer, jnp.zeros((agents,)), world)["params"]
+        return {"params": params}
+
+    def make_batch(params, traj: Transition) -> Batch:
+        q_next = q_values(params, traj.next_observation)
+        q_next = exploration.mask_q_values(q_next, traj.info.get(NEXT_ACTION_MASK)).max(axis=-1)
+        team_next = mix(params, games_of(q_next), mixer_state(traj.next_observation))
+        first = lambda x: games_of(x)[:, :, 0]  # noqa: E731 (the team's flags, on every agent)
+        target = losses.q_lambda_returns(
+            hp.reward_scale * games_of(traj.reward).sum(axis=-1),
+            team_next,
+            first(traj.terminated),
+            first(traj.truncated),
+            hp.gamma,
+            hp.q_lambda,
+        )
+        batch = Batch(
+            games_of(traj.observation), games_of(traj.action), mixer_state(traj.observation), target
+        )
+        return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
+
+    def loss(params, mb: Batch):
+        q = q_values(params, mb.observation)  # [M, N, A]
+        q_taken = jnp.take_along_axis(q, mb.action[..., None], axis=-1)[..., 0]
+        team = mix(params, q_taken, mb.state)
+        value = 0.5 * jnp.mean((team - mb.target) ** 2)
+        return value, {"loss": value, "q_mean": q_taken.mean(), "team_q_mean": team.mean()}
+
+    step = ac.gradient_step(loss, tx)
+
+    def learn(state: ac.LearnerState, inputs, key):
+        batch = make_batch(state.params, inputs[TRAJECTORY])
+        state, metrics = minibatch_epochs(
+            state,
+            batch,
+            key,
+            epochs=hp.update_epochs,
+            num_minibatches=hp.num_minibatches,
+            update=step,
+        )
+        return state, {METRICS: {**metrics, "target_mean": batch.target.mean()}}
+
+    def act(steps, inputs, key):
+        q = q_values(inputs[PARAMS], inputs[OBSERVATION])
+        action = exploration.epsilon_greedy(key, q, epsilon(steps), inputs.get(ACTION_MASK))
+        return steps + q.shape[0], {ACTION: action}
+
+    learner = ac.rollout_learner(init, tx, learn)
+    actor = exploration.counting_actor(act, masked=ctx.has_action_mask)
+    return Algorithm(hp.mixer, actor, learner, policy=exploration.greedy_policy(q_values))
+
+
+MPE_DEFAULTS = dict(
+    env="jaxmarl/MPE_simple_spread_v3", total_steps=2_097_152, num_envs=256, rollout_len=16
+)
+
+VDN = AlgorithmSpec(
+    name="vdn",
+    hparams=ValueDecompositionConfig,
+    build=build,
+    check=check,
+    summary="Value decomposition: the team's Q the sum of its agents' (Sunehag et al. 2018)",
+    defaults=MPE_DEFAULTS,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class QMIXConfig(ValueDecompositionConfig):
+    """QMIX: the mixer ``qmix``, the agents on ``observation``, the mixer on ``world_state``."""
+
+    mixer: str = hparam("qmix", "how the agents' Q-values make the team's: vdn (their sum) or qmix")
+    agent_observation: str = hparam("observation", "key of a dict observation the agents read")
+
+
+QMIX = AlgorithmSpec(
+    name="qmix",
+    hparams=QMIXConfig,
+    build=build,
+    check=check,
+    summary="Monotonic value mixing by hypernetworks on the world state (Rashid et al. 2018)",
+    defaults=dict(MPE_DEFAULTS, env_options={"world_state": True}),
+)
