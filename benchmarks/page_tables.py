@@ -1229,3 +1229,50 @@ def random_scores(r: dict[str, dict]) -> str:
         for env, v in report["results"].items()
     ]
     return _table(["environment", "mean return", "standard error", "episodes"], rows)
+
+
+def jaxmarl_baselines(r: dict[str, dict]) -> str:
+    """``benchmarks/jaxmarl_baselines.py``: our multi-agent runs beside JaxMARL's own scripts,
+    one row per side and pair."""
+    report = r["jaxmarl_baselines.json"]
+    config, results = report["config"], report["results"]
+    labels = {"ippo_mpe": ("ippo_ff_mpe.py", "ippo"), "vdn_mpe": ("pqn_vdn_ff.py", "vdn")}
+    rows, lines = [], []
+    for pair, result in results.items():
+        spec = config["pairs"][pair]
+        theirs_label, ours_label = labels.get(pair, (spec["script"], spec["algo"]))
+        for side, label in (
+            ("theirs", f"JaxMARL {theirs_label}"),
+            ("ours", f"`--algo {ours_label}`"),
+        ):
+            x = result[side]
+            final = x.get("final_return_mean")
+            rows.append(
+                [
+                    pair,
+                    label,
+                    _s(x.get("compile_s"), ".1f"),
+                    _s(x.get("run_s"), ".1f"),
+                    _rate(x.get("steps_per_s_all_seeds")),
+                    "—"
+                    if not final
+                    else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
+                ]
+            )
+        lines.append(
+            f"- `{pair}`: {result['env_steps_per_seed']:,} game steps per seed, "
+            f"{config['seeds']} seeds; ours / theirs env-steps/s: "
+            f"{_ratio(result.get('ours_vs_theirs'))}."
+        )
+    commit = (config.get("jaxmarl") or {}).get("commit") or "not recorded"
+    header = ["pair", "side", "compile s", "run s", "env-steps/s (all seeds)", "mean final "
+              "return [95% CI]"]  # fmt: skip
+    return (
+        f"`MPE_simple_spread_v3` (3 agents), each side's seeds vmapped in one program, at "
+        f"JaxMARL's configurations (its repository at commit {commit[:12]}); env-steps/s count "
+        "games' steps after compile; a return is an agent's, averaged over the team (theirs "
+        "divided by the 3 their MPE logger multiplies rewards by).\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + _table(header, rows)
+    )

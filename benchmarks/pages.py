@@ -300,6 +300,14 @@ def pages() -> tuple[Page, ...]:
                 ),
                 *_measured(
                     Section(
+                        "IPPO and VDN on MPE beside JaxMARL's own scripts",
+                        ("jaxmarl_baselines.json",),
+                        tables.jaxmarl_baselines,
+                        "python benchmarks/jaxmarl_baselines.py --jaxmarl-dir PATH --size cpu",
+                    )
+                ),
+                *_measured(
+                    Section(
                         "PPO-RNN on Craftax-Classic beside Craftax_Baselines' ppo_rnn.py",
                         ("craftax_baseline_rnn.json",),
                         tables.craftax_baseline,
