@@ -24,15 +24,16 @@ vmapped in one program, with JAX's persistent compilation cache off:
   budget, ``fusion="scan"``; ``compile_s`` and ``run_s`` are the run's summary's.
 
 Reported per side: compile and run seconds, env-steps/s after compile (games' steps, all seeds),
-each seed's final return (the mean return of the episodes of its last tenth of updates; an
-agent's return, averaged over the team: theirs as their MPE logger records it, which multiplies
-each reward by the number of agents, divided by that number) and their mean with a 95%
-bootstrap interval over seeds. ``ours_vs_theirs`` above 1: ours is faster.
+each seed's final return (the mean over its last tenth of updates of the return each side
+logs, updates in which no episode ended left out; an agent's return, averaged over the team:
+theirs as their MPE logger records it, which multiplies each reward by the number of agents,
+divided by that number) and their mean with a 95% bootstrap interval over seeds.
+``ours_vs_theirs`` above 1: ours is faster.
 
-    git -C /work/.mirror/FLAIROx+JaxMARL/repo archive HEAD | tar -x -C /tmp/jaxmarl
+    git -C <a clone of FLAIROx/JaxMARL> archive HEAD baselines | tar -x -C /tmp/jaxmarl
     python benchmarks/jaxmarl_baselines.py --jaxmarl-dir /tmp/jaxmarl --size quick  # a check
     python benchmarks/jaxmarl_baselines.py --jaxmarl-dir /tmp/jaxmarl --size cpu \
-        --jaxmarl-commit "$(git -C /work/.mirror/FLAIROx+JaxMARL/repo rev-parse HEAD)"
+        --jaxmarl-commit "$(git -C <the clone> rev-parse HEAD)"
                                          # writes benchmarks/results/jaxmarl_baselines.json
 """
 
@@ -123,7 +124,8 @@ else:  # the logger's records, each seed's under rng<seed>/, in the order of the
         for key, value in r.items():
             if key.startswith("rng") and key.endswith("/returned_episode_returns"):
                 step = r[key.split("/")[0] + "/update_steps"]
-                by_seed.setdefault(key.split("/")[0], []).append((int(step), float(value)))
+                value = None if value != value else float(value)  # NaN: no episode ended
+                by_seed.setdefault(key.split("/")[0], []).append((int(step), value))
     returns = [[v for _, v in sorted(rows)] for _, rows in sorted(by_seed.items())]
 print("RESULT", json.dumps({"compile_s": compile_s, "run_s": run_s, "returns": returns}))
 """
@@ -139,8 +141,11 @@ result = rl.train(rl.TrainConfig(
     compile_cache=False, log_every=1,
 ))
 m = result.metrics
-returns = np.asarray(m["episode_return_sum"]) / np.maximum(np.asarray(m["episodes"]), 1)
-returns = returns.reshape(returns.shape[0], -1).T.tolist()  # [seeds, iterations]
+episodes = np.asarray(m["episodes"])
+returns = np.asarray(m["episode_return_sum"]) / np.maximum(episodes, 1)
+returns = np.where(episodes > 0, returns, np.nan)  # an iteration in which no episode ended
+returns = returns.reshape(returns.shape[0], -1).T  # [seeds, iterations]
+returns = [[None if np.isnan(v) else float(v) for v in seed] for seed in returns]
 summary = result.summary
 print("RESULT", json.dumps({"compile_s": summary["compile_s"], "run_s": summary["run_s"],
                             "returns": returns}))
@@ -160,13 +165,15 @@ def _side(raw: dict, steps: int, seeds: int, scale: float = 1.0) -> dict:
     """One side's figures; its returns multiplied by ``scale`` first."""
     from jaxrl_fdg import stats
 
-    raw = {**raw, "returns": [[scale * v for v in c] for c in raw["returns"] or []]}
+    scaled = [[None if v is None else scale * v for v in c] for c in raw["returns"] or []]
+    raw = {**raw, "returns": scaled}
     side = {"compile_s": raw["compile_s"], "run_s": raw["run_s"]}
     side["steps_per_s_all_seeds"] = steps * seeds / raw["run_s"]
     finals = []
-    for curve in raw["returns"] or []:
-        tail = max(1, len(curve) // 10)
-        finals.append(float(sum(curve[-tail:]) / tail))
+    for curve in raw["returns"]:
+        # The last tenth of the updates, less those in which no episode ended (None).
+        tail = [v for v in curve[-max(1, len(curve) // 10) :] if v is not None]
+        finals.append(float(sum(tail) / len(tail)))
     side["final_return_per_seed"] = finals
     side["final_return_mean"] = (
         stats.interval_estimates([finals], ("mean",))["mean"]._asdict() if finals else None

@@ -230,7 +230,7 @@ class _Pieces:
         metrics: Metrics = {}
         for node, k in zip(self.graph.schedule.after, self._node_keys(key), strict=True):
             metrics.update(learn.node(node, k, state.iteration))
-        metrics.update(episode_metrics(trajectory, self._env_info))
+        metrics.update(episode_metrics(trajectory, self._env_info, self.info.env.agents))
         return state._replace(fragments=learn.states, iteration=state.iteration + 1), metrics
 
     def _node_keys(self, key: jax.Array) -> list[jax.Array]:
@@ -274,13 +274,17 @@ INFO_SUM = "info_sum/"
 that ended (:func:`episode_metrics`)."""
 
 
-def episode_metrics(trajectory: Transition, env_info: Sequence[str] = ()) -> Metrics:
+def episode_metrics(
+    trajectory: Transition, env_info: Sequence[str] = (), agents: int = 1
+) -> Metrics:
     """Sums over the episodes that ended inside the trajectory (their count may be zero).
 
     ``env_info`` names keys of the environment's info (``Environment.info_env``), each summed
     over the steps that ended an episode as ``info_sum/<key>`` (an info of several numbers, their
     mean first): the run's rows divide by the episodes, giving e.g. the fraction of episodes
-    that ended with an achievement unlocked."""
+    that ended with an achievement unlocked. For a game of ``agents`` agents (rows game-major)
+    each agent's return is summed apart, as ``info_sum/episode_return_agent_<i>``, scaled so that
+    the rows' division by every agent's episodes gives agent ``i``'s mean return."""
     done = jnp.logical_or(trajectory.terminated, trajectory.truncated)
     info = trajectory.info
     metrics = {EPISODES: done.sum().astype(jnp.float32)}
@@ -293,6 +297,10 @@ def episode_metrics(trajectory: Transition, env_info: Sequence[str] = ()) -> Met
         value = jnp.asarray(info[key], jnp.float32)
         per_step = value.reshape(*done.shape, -1).mean(axis=-1)
         metrics[INFO_SUM + key] = jnp.where(done, per_step, 0.0).sum()
+    if agents > 1 and EPISODE_RETURN in info:  # [T, games, agents]: each agent's column
+        ended = jnp.where(done, info[EPISODE_RETURN], 0.0).reshape(*done.shape[:-1], -1, agents)
+        for i in range(agents):
+            metrics[f"{INFO_SUM}episode_return_agent_{i}"] = agents * ended[..., i].sum()
     return metrics
 
 

@@ -153,6 +153,12 @@ def test_env_steps_count_games_and_evaluation_plays_the_team(ippo_run):
     evals = [r for r in rows if r.get("eval_length") is not None]
     assert len(evals) == 3 and all(r["eval_length"] == 26 for r in evals)
     assert all(np.isfinite(r["eval_return"]) for r in evals)
+    # Each agent's return beside the team's mean, which is their mean.
+    for r in rows:
+        if r["episode_return"] is None:
+            continue
+        each = [r[f"episode_return_agent_{i}"] for i in range(3)]
+        assert np.mean(each) == pytest.approx(r["episode_return"], rel=1e-5)
 
 
 def test_ippo_is_the_same_in_every_fusion_mode_and_over_seed_lanes():
