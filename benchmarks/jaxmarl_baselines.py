@@ -21,7 +21,8 @@ vmapped in one program, with JAX's persistent compilation cache off:
   budget; ``jax.jit(jax.vmap(make_train(config)))`` is lowered and compiled ahead of time on the
   seeds' keys (``compile_s``), then called and waited on (``run_s``).
 * **ours**: ``jaxrl_fdg.train`` at the algorithm's defaults with ``num_seeds`` lanes, the same
-  budget, ``fusion="scan"``; ``compile_s`` and ``run_s`` are the run's summary's.
+  budget, ``fusion="scan"`` and its default host boundaries (about 25 over a run; the metrics
+  of every iteration come back at each); ``compile_s`` and ``run_s`` are the run's summary's.
 
 Reported per side: compile and run seconds, env-steps/s after compile (games' steps, all seeds),
 each seed's final return (the mean over its last tenth of updates of the return each side
@@ -138,7 +139,7 @@ import jaxrl_fdg as rl
 algo, steps, seeds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 result = rl.train(rl.TrainConfig(
     algo=algo, total_steps=steps, num_seeds=seeds, out=None, progress=False, profile="host",
-    compile_cache=False, log_every=1,
+    compile_cache=False,
 ))
 m = result.metrics
 episodes = np.asarray(m["episodes"])
