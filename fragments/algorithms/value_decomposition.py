@@ -24,6 +24,9 @@ with ``R_t`` the team's reward, the sum of its agents' rewards (as JaxMARL's Q-l
 baselines take it). The defaults are those of JaxMARL's ``pqn_vdn_ff_mpe`` configuration
 (256 games × 16 steps, γ = 0.9, λ = 0.3, ε from 1 to 0.1 over the first 10%).
 
+The algorithm's ``parts`` name ``team``, its :class:`TeamQ` (the networks, the batch of games
+and the loss), for extensions that reuse them.
+
 QMIX's mixer reads the observation's ``world_state`` (a JaxMARL game gives one with
 ``world_state=true``, which ``--algo qmix`` asks for) and the agents read ``observation``.
 """
@@ -147,83 +150,95 @@ def check(ctx: AlgorithmContext[ValueDecompositionConfig]) -> None:
     )
 
 
+class TeamQ:
+    """The agents' shared Q-network and the team's mixer, as one learner's variables
+    ``{"params": {"agents": ..., "mixer": ...}}`` (no ``mixer`` for VDN), and the rollout's
+    batch of games with its team targets."""
+
+    def __init__(self, ctx: AlgorithmContext[ValueDecompositionConfig]):
+        hp = self.hp = ctx.hparams
+        self.agents, self.qmix = ctx.num_agents, hp.mixer == "qmix"
+        seen = observation_part(ctx.observation_space, hp.agent_observation)
+        self.net = QNetwork(
+            num_actions=ctx.action_space.n,
+            hidden_sizes=tuple(hp.hidden_sizes),
+            activation=hp.activation,
+            obs_ndim=observation_ndim(seen),
+            layer_norm=hp.layer_norm,
+            torso=hp.torso,
+        )
+        self.mixer = QMixer(self.agents, hp.mixing_size, hp.hypernet_size)
+        self.example = spaces.example(ctx.observation_space)
+
+    def init(self, key: jax.Array) -> Any:
+        k_agents, k_mixer = jax.random.split(key)
+        agents = self.net.init(k_agents, view(self.example, self.hp.agent_observation))
+        params = {"agents": agents["params"]}
+        if self.qmix:
+            world = view(self.example, self.hp.mixer_state)
+            params["mixer"] = self.mixer.init(k_mixer, jnp.zeros((self.agents,)), world)["params"]
+        return {"params": params}
+
+    def q_values(self, variables: Any, observation: Any) -> jax.Array:
+        """Each row's (agent's) Q-values ``[..., A]``."""
+        agents = {"params": variables["params"]["agents"]}
+        return self.net.apply(agents, view(observation, self.hp.agent_observation))
+
+    def mix(self, variables: Any, q: jax.Array, state: Any) -> jax.Array:
+        """The team's value of its agents' ``q`` ``[..., N]``."""
+        if not self.qmix:
+            return q.sum(axis=-1)
+        return self.mixer.apply({"params": variables["params"]["mixer"]}, q, state)
+
+    def games_of(self, tree: Any) -> Any:
+        """``[T, B·N, ...]`` leaves as ``[T, B, N, ...]`` (each step's rows unfolded)."""
+        n = self.agents
+        return jax.tree.map(lambda x: x.reshape(x.shape[0], -1, n, *x.shape[2:]), tree)
+
+    def mixer_state(self, observation: Any) -> Any:
+        """The world state of each game ``[T, B, S]``: its first agent's (none for VDN)."""
+        if not self.qmix:
+            return ()
+        return self.games_of(view(observation, self.hp.mixer_state))[:, :, 0]
+
+    def batch(self, variables: Any, traj: Transition) -> Batch:
+        """The rollout's games ``[T·B, ...]`` with their team Q(λ) targets from ``variables``."""
+        hp, games_of = self.hp, self.games_of
+        q_next = self.q_values(variables, traj.next_observation)
+        q_next = exploration.mask_q_values(q_next, traj.info.get(NEXT_ACTION_MASK)).max(axis=-1)
+        team_next = self.mix(variables, games_of(q_next), self.mixer_state(traj.next_observation))
+        target = losses.q_lambda_returns(
+            hp.reward_scale * games_of(traj.reward).sum(axis=-1),
+            team_next,
+            games_of(traj.terminated)[:, :, 0],  # the team's flags, the same on every agent
+            games_of(traj.truncated)[:, :, 0],
+            hp.gamma,
+            hp.q_lambda,
+        )
+        state = self.mixer_state(traj.observation)
+        batch = Batch(games_of(traj.observation), games_of(traj.action), state, target)
+        return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
+
+    def loss(self, variables: Any, mb: Batch):
+        q = self.q_values(variables, mb.observation)  # [M, N, A]
+        q_taken = jnp.take_along_axis(q, mb.action[..., None], axis=-1)[..., 0]
+        team = self.mix(variables, q_taken, mb.state)
+        value = 0.5 * jnp.mean((team - mb.target) ** 2)
+        return value, {"loss": value, "q_mean": q_taken.mean(), "team_q_mean": team.mean()}
+
+
 def build(ctx: AlgorithmContext[ValueDecompositionConfig]) -> Algorithm:
     hp = ctx.hparams
-    agents = ctx.num_agents
-    seen = observation_part(ctx.observation_space, hp.agent_observation)
-    net = QNetwork(
-        num_actions=ctx.action_space.n,
-        hidden_sizes=tuple(hp.hidden_sizes),
-        activation=hp.activation,
-        obs_ndim=observation_ndim(seen),
-        layer_norm=hp.layer_norm,
-        torso=hp.torso,
-    )
-    qmix = hp.mixer == "qmix"
-    mixer = QMixer(agents, hp.mixing_size, hp.hypernet_size)
+    team = TeamQ(ctx)
     num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
     tx = ac.optimizer(ctx, num_updates, optax.radam)
     epsilon = exploration.epsilon_schedule(
         hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, ctx.num_iterations * ctx.batch_size
     )
-    example = spaces.example(ctx.observation_space)
-
-    # The learner's variables: {"params": {"agents": the agents' network, "mixer": QMIX's}}.
-    def q_values(variables, observation):
-        agents_net = {"params": variables["params"]["agents"]}
-        return net.apply(agents_net, view(observation, hp.agent_observation))
-
-    def mix(variables, q: jax.Array, state: Any) -> jax.Array:
-        """The team's value of its agents' ``q`` ``[..., N]``."""
-        if not qmix:
-            return q.sum(axis=-1)
-        return mixer.apply({"params": variables["params"]["mixer"]}, q, state)
-
-    def games_of(tree: Any) -> Any:
-        """``[T, B·N, ...]`` leaves as ``[T, B, N, ...]`` (each step's rows unfolded)."""
-        return jax.tree.map(lambda x: x.reshape(x.shape[0], -1, agents, *x.shape[2:]), tree)
-
-    def mixer_state(observation: Any) -> Any:
-        """The world state of each game ``[..., B, S]``: its first agent's."""
-        return games_of(view(observation, hp.mixer_state))[:, :, 0] if qmix else ()
-
-    def init(key: jax.Array):
-        k_agents, k_mixer = jax.random.split(key)
-        params = {"agents": net.init(k_agents, view(example, hp.agent_observation))["params"]}
-        if qmix:
-            world = view(example, hp.mixer_state)
-            params["mixer"] = mixer.init(k_mixer, jnp.zeros((agents,)), world)["params"]
-        return {"params": params}
-
-    def make_batch(params, traj: Transition) -> Batch:
-        q_next = q_values(params, traj.next_observation)
-        q_next = exploration.mask_q_values(q_next, traj.info.get(NEXT_ACTION_MASK)).max(axis=-1)
-        team_next = mix(params, games_of(q_next), mixer_state(traj.next_observation))
-        first = lambda x: games_of(x)[:, :, 0]  # noqa: E731 (the team's flags, on every agent)
-        target = losses.q_lambda_returns(
-            hp.reward_scale * games_of(traj.reward).sum(axis=-1),
-            team_next,
-            first(traj.terminated),
-            first(traj.truncated),
-            hp.gamma,
-            hp.q_lambda,
-        )
-        batch = Batch(
-            games_of(traj.observation), games_of(traj.action), mixer_state(traj.observation), target
-        )
-        return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
-
-    def loss(params, mb: Batch):
-        q = q_values(params, mb.observation)  # [M, N, A]
-        q_taken = jnp.take_along_axis(q, mb.action[..., None], axis=-1)[..., 0]
-        team = mix(params, q_taken, mb.state)
-        value = 0.5 * jnp.mean((team - mb.target) ** 2)
-        return value, {"loss": value, "q_mean": q_taken.mean(), "team_q_mean": team.mean()}
-
-    step = ac.gradient_step(loss, tx)
+    step = ac.gradient_step(team.loss, tx)
 
     def learn(state: ac.LearnerState, inputs, key):
-        batch = make_batch(state.params, inputs[TRAJECTORY])
+        batch = team.batch(state.params, inputs[TRAJECTORY])
         state, metrics = minibatch_epochs(
             state,
             batch,
@@ -235,13 +250,14 @@ def build(ctx: AlgorithmContext[ValueDecompositionConfig]) -> Algorithm:
         return state, {METRICS: {**metrics, "target_mean": batch.target.mean()}}
 
     def act(steps, inputs, key):
-        q = q_values(inputs[PARAMS], inputs[OBSERVATION])
+        q = team.q_values(inputs[PARAMS], inputs[OBSERVATION])
         action = exploration.epsilon_greedy(key, q, epsilon(steps), inputs.get(ACTION_MASK))
         return steps + q.shape[0], {ACTION: action}
 
-    learner = ac.rollout_learner(init, tx, learn)
+    learner = ac.rollout_learner(team.init, tx, learn)
     actor = exploration.counting_actor(act, masked=ctx.has_action_mask)
-    return Algorithm(hp.mixer, actor, learner, policy=exploration.greedy_policy(q_values))
+    policy = exploration.greedy_policy(team.q_values)
+    return Algorithm(hp.mixer, actor, learner, policy=policy, parts={"team": team})
 
 
 MPE_DEFAULTS = dict(
