@@ -140,9 +140,11 @@ def test_tuned_config_files_resolve_to_what_they_are_named(path):
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_tuned_config_files_train(path, tmp_path):
     from jaxrl_fdg.config import files
+    from jaxrl_fdg.core import algorithm as algorithms
 
     config = files.from_mapping(files.load(path), str(path))
-    steps = max(2048, config.num_envs * config.rollout_len)  # at least one iteration
+    config = config.with_defaults(algorithms.get(config.algo).defaults)
+    steps = max(2048, config.steps_per_iteration)  # at least one iteration
     run = ["-m", "jaxrl_fdg", "train", "--config", path, "--total-steps", str(steps)]
     _run(*run, "--out", tmp_path, "--run-name", "r", "--no-progress")
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
