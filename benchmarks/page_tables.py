@@ -647,6 +647,20 @@ def env_adapters(r: dict[str, dict]) -> str:
 ENV_CRAFTAX = "Craftax-Classic-Symbolic-v1"
 
 
+def _side_by_side_row(where: str, label: str, x: dict) -> list[str]:
+    """One side of a benchmark beside another project's script: compile and run seconds,
+    env-steps/s over all seeds, and the mean final return with its interval."""
+    final = x.get("final_return_mean")
+    return [
+        where,
+        label,
+        _s(x.get("compile_s"), ".1f"),
+        _s(x.get("run_s"), ".1f"),
+        _rate(x.get("steps_per_s_all_seeds")),
+        "—" if not final else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
+    ]
+
+
 def craftax_baseline(r: dict[str, dict]) -> str:
     """``benchmarks/craftax_baseline.py``: PPO on Craftax-Classic beside Craftax_Baselines'
     ``ppo.py``, one table row per side and machine (this CPU's ``--size cpu``, an accelerator's
@@ -665,20 +679,7 @@ def craftax_baseline(r: dict[str, dict]) -> str:
             ("ours", "jaxrl_fdg ppo, memory gru, their network" if rnn else "jaxrl_fdg ppo"),
         )
         for side, label in labels:
-            x = results[side]
-            final = x.get("final_return_mean")
-            rows.append(
-                [
-                    where,
-                    label,
-                    _s(x.get("compile_s"), ".1f"),
-                    _s(x.get("run_s"), ".1f"),
-                    _rate(x.get("steps_per_s_all_seeds")),
-                    "—"
-                    if not final
-                    else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
-                ]
-            )
+            rows.append(_side_by_side_row(where, label, results[side]))
         baseline = config["baseline"]
         version = (
             f"commit {baseline['commit'][:12]}"
@@ -1245,20 +1246,7 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
             ("theirs", f"JaxMARL {theirs_label}"),
             ("ours", f"`--algo {ours_label}`"),
         ):
-            x = result[side]
-            final = x.get("final_return_mean")
-            rows.append(
-                [
-                    pair,
-                    label,
-                    _s(x.get("compile_s"), ".1f"),
-                    _s(x.get("run_s"), ".1f"),
-                    _rate(x.get("steps_per_s_all_seeds")),
-                    "—"
-                    if not final
-                    else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
-                ]
-            )
+            rows.append(_side_by_side_row(pair, label, result[side]))
         lines.append(
             f"- `{pair}`: {result['env_steps_per_seed']:,} game steps per seed, "
             f"{config['seeds']} seeds; ours / theirs env-steps/s: "

@@ -22,6 +22,8 @@ learning rate can fall linearly to 0 over the run.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -155,20 +157,7 @@ def build(ctx: AlgorithmContext[PQNConfig], network: Any = None) -> Algorithm:
             torso=hp.torso,
         )
     )
-    num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
-    tx = ac.optimizer(ctx, num_updates, optax.radam)
-    total_steps = ctx.num_iterations * ctx.batch_size
-    epsilon = exploration.epsilon_schedule(
-        hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, total_steps
-    )
     obs_example = spaces.example(ctx.observation_space)
-
-    def act(steps, inputs, key):
-        """ε-greedy on the learner's parameters; the actor's state counts the env steps taken,
-        which drive the ε schedule."""
-        q_values = net.apply(inputs[PARAMS], inputs[OBSERVATION])
-        action = exploration.epsilon_greedy(key, q_values, epsilon(steps), inputs.get(ACTION_MASK))
-        return steps + q_values.shape[0], {ACTION: action}
 
     def loss(params, mb: Batch):
         q = net.apply(params, mb.observation)
@@ -176,23 +165,64 @@ def build(ctx: AlgorithmContext[PQNConfig], network: Any = None) -> Algorithm:
         value = 0.5 * jnp.mean((q_taken - mb.target) ** 2)
         return value, {"loss": value, "q_mean": q_taken.mean()}
 
+    return q_lambda_algorithm(
+        "pqn",
+        ctx,
+        lambda key: net.init(key, obs_example),
+        net.apply,
+        lambda params, trajectory: make_batch(net, params, trajectory, hp),
+        loss,
+    )
+
+
+def q_lambda_algorithm(
+    name: str,
+    ctx: AlgorithmContext[PQNConfig],
+    init: Callable[[jax.Array], Any],
+    q_values: Callable[[Any, Any], jax.Array],
+    batch: Callable[[Any, Transition], Any],
+    loss: Callable[[Any, Any], tuple[jax.Array, dict]],
+    parts: Mapping[str, Any] = MappingProxyType({}),
+) -> Algorithm:
+    """PQN's actor and learner around any Q-function: ε-greedy on ``q_values(params,
+    observation) -> [B, A]`` (masks respected), and a learner whose variables ``init(key)``
+    makes, which turns each rollout into ``batch(params, trajectory)`` (targets included, with
+    a field ``target``) and takes epochs of minibatch steps on ``loss(params, minibatch)``.
+    PQN is it around one Q-network; VDN and QMIX around a team's
+    (:mod:`~jaxrl_fdg.fragments.algorithms.value_decomposition`)."""
+    hp = ctx.hparams
+    num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
+    tx = ac.optimizer(ctx, num_updates, optax.radam)
+    total_steps = ctx.num_iterations * ctx.batch_size
+    epsilon = exploration.epsilon_schedule(
+        hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, total_steps
+    )
+
+    def act(steps, inputs, key):
+        """ε-greedy on the learner's parameters; the actor's state counts the env steps taken,
+        which drive the ε schedule."""
+        q = q_values(inputs[PARAMS], inputs[OBSERVATION])
+        action = exploration.epsilon_greedy(key, q, epsilon(steps), inputs.get(ACTION_MASK))
+        return steps + q.shape[0], {ACTION: action}
+
     step = ac.gradient_step(loss, tx)
 
     def learn(state: ac.LearnerState, inputs, key):
-        batch = make_batch(net, state.params, inputs[TRAJECTORY], hp)
+        made = batch(state.params, inputs[TRAJECTORY])
         state, metrics = minibatch_epochs(
             state,
-            batch,
+            made,
             key,
             epochs=hp.update_epochs,
             num_minibatches=hp.num_minibatches,
             update=step,
         )
-        return state, {METRICS: {**metrics, "target_mean": batch.target.mean()}}
+        return state, {METRICS: {**metrics, "target_mean": made.target.mean()}}
 
-    learner = ac.rollout_learner(lambda key: net.init(key, obs_example), tx, learn)
+    learner = ac.rollout_learner(init, tx, learn)
     actor = exploration.counting_actor(act, masked=ctx.has_action_mask)
-    return Algorithm("pqn", actor, learner, policy=exploration.greedy_policy(net.apply))
+    policy = exploration.greedy_policy(q_values)
+    return Algorithm(name, actor, learner, policy=policy, parts=parts)
 
 
 SPEC = AlgorithmSpec(

@@ -39,27 +39,18 @@ from typing import Any, NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxrl_fdg import validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.loop import Transition
 from jaxrl_fdg.core.names import (
-    ACTION,
-    ACTION_MASK,
-    METRICS,
     NEXT_ACTION_MASK,
-    OBSERVATION,
-    PARAMS,
-    TRAJECTORY,
 )
 from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.spaces import Dict
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses
-from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 from jaxrl_fdg.fragments.algorithms import pqn
-from jaxrl_fdg.fragments.minibatch import minibatch_epochs
 from jaxrl_fdg.fragments.networks import QNetwork, check_torso, orthogonal
 from jaxrl_fdg.fragments.torsos import observation_ndim, observation_part, view
 
@@ -228,36 +219,11 @@ class TeamQ:
 
 
 def build(ctx: AlgorithmContext[ValueDecompositionConfig]) -> Algorithm:
-    hp = ctx.hparams
+    """PQN's actor and learner (``pqn.q_lambda_algorithm``) around the team's Q-function."""
     team = TeamQ(ctx)
-    num_updates = ctx.num_iterations * hp.update_epochs * hp.num_minibatches
-    tx = ac.optimizer(ctx, num_updates, optax.radam)
-    epsilon = exploration.epsilon_schedule(
-        hp.epsilon_start, hp.epsilon_end, hp.epsilon_fraction, ctx.num_iterations * ctx.batch_size
+    return pqn.q_lambda_algorithm(
+        ctx.hparams.mixer, ctx, team.init, team.q_values, team.batch, team.loss, {"team": team}
     )
-    step = ac.gradient_step(team.loss, tx)
-
-    def learn(state: ac.LearnerState, inputs, key):
-        batch = team.batch(state.params, inputs[TRAJECTORY])
-        state, metrics = minibatch_epochs(
-            state,
-            batch,
-            key,
-            epochs=hp.update_epochs,
-            num_minibatches=hp.num_minibatches,
-            update=step,
-        )
-        return state, {METRICS: {**metrics, "target_mean": batch.target.mean()}}
-
-    def act(steps, inputs, key):
-        q = team.q_values(inputs[PARAMS], inputs[OBSERVATION])
-        action = exploration.epsilon_greedy(key, q, epsilon(steps), inputs.get(ACTION_MASK))
-        return steps + q.shape[0], {ACTION: action}
-
-    learner = ac.rollout_learner(team.init, tx, learn)
-    actor = exploration.counting_actor(act, masked=ctx.has_action_mask)
-    policy = exploration.greedy_policy(team.q_values)
-    return Algorithm(hp.mixer, actor, learner, policy=policy, parts={"team": team})
 
 
 MPE_DEFAULTS = dict(
