@@ -8,7 +8,7 @@ it the benchmark says so and exits 0, recording nothing. Pairs (:data:`PAIRS`):
   (``config/ippo_ff_mpe.yaml``) against ``--algo ippo``, whose defaults are that configuration:
   16 games of ``MPE_simple_spread_v3`` × 128 steps, 4 epochs of 4 minibatches, tanh 64 × 64.
 * ``vdn_mpe``: their ``baselines/QLearning/pqn_vdn_ff.py`` at ``config/alg/pqn_vdn_ff_mpe.yaml``
-  against ``--algo vdn`` (256 games × 16 steps, γ = 0.9, λ = 0.3), with their greedy test
+  against ``--algo pqn-vdn`` (256 games × 16 steps, γ = 0.9, λ = 0.3), with their greedy test
   episodes during training off (``TEST_DURING_TRAINING``), as ours plays none.
 
 Each side trains in a fresh process of its own, one after the other (theirs first), its seeds
@@ -64,7 +64,7 @@ PAIRS = {
             "baselines/QLearning/config/config.yaml",
             "baselines/QLearning/config/alg/pqn_vdn_ff_mpe.yaml",
         ),
-        algo="vdn",
+        algo="pqn-vdn",
         steps_per_iteration=256 * 16,
         agents=3,
     ),

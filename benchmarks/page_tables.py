@@ -1237,7 +1237,8 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
     one row per side and pair."""
     report = r["jaxmarl_baselines.json"]
     config, results = report["config"], report["results"]
-    labels = {"ippo_mpe": ("ippo_ff_mpe.py", "ippo"), "vdn_mpe": ("pqn_vdn_ff.py", "vdn")}
+    # PQN-trained VDN, recorded under its first name (vdn) before the recurrent VDN took it.
+    labels = {"ippo_mpe": ("ippo_ff_mpe.py", "ippo"), "vdn_mpe": ("pqn_vdn_ff.py", "pqn-vdn")}
     rows, lines = [], []
     for pair, result in results.items():
         spec = config["pairs"][pair]

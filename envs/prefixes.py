@@ -55,14 +55,17 @@ What ``**overrides`` mean, per prefix (for registered names they replace fields 
 
 Nothing here imports Brax, gymnasium, gymnax, Playground, EnvPool, Craftax, XLand-MiniGrid,
 Navix, Jumanji or JaxMARL: :func:`check` and :func:`adapters` look packages up with
-``importlib.util.find_spec``, and each builder imports its package when it runs.
+``importlib.util.find_spec``, :func:`adapters` reads JaxMARL's names from its source
+(:func:`jaxmarl_names`), and each builder imports its package when it runs.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from jaxrl_fdg.envs.errors import MissingDependencyError, UnknownEnvironmentError, unknown
@@ -83,6 +86,8 @@ class Adapter(NamedTuple):
       build: ``build(id, overrides) -> (environment, params)``; params None for host simulators.
       probe: imports what ``build`` needs, to tell a package that fails to import from a bad id;
         by default ``import module``.
+      names: the suite's ids, read without importing ``module`` (for ``jaxrl-fdg list``); empty
+        where they cannot be read. None: the listing shows the syntax and the example only.
     """
 
     prefix: str
@@ -94,10 +99,12 @@ class Adapter(NamedTuple):
     check: Callable[[str], None]
     build: Callable[[str, dict[str, Any]], tuple[Any, Any]]
     probe: Callable[[], Any] | None = None
+    names: Callable[[], tuple[str, ...]] | None = None
 
 
 class AdapterRow(NamedTuple):
-    """What ``jaxrl-fdg list`` shows of an adapter."""
+    """What ``jaxrl-fdg list`` shows of an adapter; ``names`` are the suite's ids where the
+    package is installed and its adapter can read them (else empty)."""
 
     prefix: str
     example: str
@@ -105,6 +112,7 @@ class AdapterRow(NamedTuple):
     syntax: str
     description: str
     install: str
+    names: tuple[str, ...] = ()
 
 
 def _check_brax(env_id: str) -> None:
@@ -240,6 +248,40 @@ def _build_timestep_api(reference: str, overrides: dict[str, Any]) -> tuple[Any,
     return make_timestep_api(factory, f"timestep-api/{reference}", **overrides)
 
 
+def jaxmarl_names() -> tuple[str, ...]:
+    """JaxMARL's registered environment names (``jaxmarl.registered_envs``), read from its
+    ``registration.py`` without importing JaxMARL (``import jaxmarl`` imports every suite, about
+    10 s); empty where JaxMARL is not installed or the list is not one of string literals."""
+    spec = importlib.util.find_spec("jaxmarl")
+    if spec is None or not spec.origin:
+        return ()
+    return literal_strings(Path(spec.origin).with_name("registration.py"), "registered_envs")
+
+
+def literal_strings(source: Path, variable: str) -> tuple[str, ...]:
+    """The strings of the module-level ``variable = [...]`` in the Python file ``source``, read
+    with :mod:`ast` (the file is not run); empty where the file cannot be read or parsed, or the
+    value is not a list or tuple of string literals."""
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    value = None
+    for node in tree.body:  # the last assignment wins, as when the module runs
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(target, ast.Name) and target.id == variable for target in targets):
+            value = node.value
+    try:
+        names = ast.literal_eval(value) if value is not None else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ()
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        return ()
+    return tuple(names)
+
+
 def _maker(module: str, function: str) -> Callable[[str, dict[str, Any]], tuple[Any, Any]]:
     """``build`` that calls ``function(id, **overrides)`` of adapter ``envs.<module>``,
     importing it (and so its package) only then."""
@@ -354,6 +396,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         _check_id("jaxmarl/"),
         _maker("jaxmarl_adapter", "make_jaxmarl"),
         lambda: importlib.import_module("jaxrl_fdg.envs.jaxmarl_adapter").import_jaxmarl(),
+        jaxmarl_names,
     ),
     Adapter(
         "gymnax-api/",
@@ -380,11 +423,16 @@ ADAPTERS: tuple[Adapter, ...] = (
 
 
 def adapters() -> tuple[AdapterRow, ...]:
-    """One row per prefix, with whether its package is installed (found, not imported)."""
-    return tuple(
-        AdapterRow(a.prefix, a.example, _installed(a), a.syntax, a.description, a.install)
-        for a in ADAPTERS
-    )
+    """One row per prefix, with whether its package is installed (found, not imported) and, for
+    an installed package whose adapter reads them (``jaxmarl/``), the suite's ids."""
+    rows = []
+    for a in ADAPTERS:
+        installed = _installed(a)
+        names = a.names() if installed and a.names else ()
+        rows.append(
+            AdapterRow(a.prefix, a.example, installed, a.syntax, a.description, a.install, names)
+        )
+    return tuple(rows)
 
 
 def check(name: str) -> None:

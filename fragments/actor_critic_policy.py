@@ -85,7 +85,10 @@ class Policy:
     recurrent network that also has ``encode(observation)``, ``recur(memory, features) ->
     (memory, core)`` and ``decode(core) -> outputs`` (one step being their composition) is
     re-run by the learner with its encoder and heads on every step at once and only ``recur``
-    scanned, much faster than stepping it whole (:meth:`unroll`).
+    scanned, much faster than stepping it whole (:meth:`unroll`). A network with an attribute
+    ``num_agents`` (:class:`~jaxrl_fdg.fragments.networks.PerAgent`: a copy of its parameters per
+    agent of a multi-agent game) acts on rows in whole games, each in its order: that is
+    :attr:`game_size`, which the learner's minibatches keep together (1 otherwise).
     """
 
     def __init__(self, ctx: AlgorithmContext[ActorCriticConfig], network: Any = None):
@@ -141,6 +144,9 @@ class Policy:
             self.net = network
             if self.recurrent:  # its memory's width is its own business
                 self.memory_width = int(getattr(network, "memory_width", self.memory_width))
+        # A network with a copy of its parameters per agent (networks.PerAgent) must see each
+        # game's rows together and in their order: the learner's minibatches keep them so.
+        self.game_size = int(getattr(self.net, "num_agents", 1))
 
     def init(self, key: jax.Array) -> Any:
         """The network's variables: ``{"params": ...}``, and with ``normalize_observations``
@@ -348,6 +354,8 @@ class Policy:
             after, _ = self._apply(params, memory, observation)
             return self._apply(params, after, next_observation, method="value")
 
+        # A game's flags are its agents' (the team's) and a chunk is whole games, so each chunk
+        # holds whole games in their order, as a network per agent needs (game_size).
         out = chunks.on_selected(wanted, num_envs, value_of, later)
         return out.reshape(num_steps, num_envs)
 

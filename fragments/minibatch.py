@@ -20,15 +20,25 @@ def minibatch_epochs(
     epochs: int,
     num_minibatches: int,
     update: Callable[[S, Any], tuple[S, dict[str, jax.Array]]],
+    group: int = 1,
 ) -> tuple[S, dict[str, jax.Array]]:
     """Run ``epochs`` passes; each shuffles ``batch`` (leading axis ``N``) and applies ``update``
     to ``num_minibatches`` disjoint minibatches of ``N / num_minibatches`` samples in turn.
 
+    With ``group`` > 1 the samples come in groups of ``group`` consecutive rows (a multi-agent
+    game's agents, row ``g·group + i`` agent ``i`` of game ``g``), and the passes shuffle whole
+    groups, each kept together and in its order: every minibatch is again game-major, as a
+    network with a copy of its parameters per agent needs (``networks.PerAgent``). ``group`` 1
+    shuffles rows, as before.
+
     Returns the final state and each metric averaged over all ``epochs × num_minibatches`` updates.
     """
     size = jax.tree.leaves(batch)[0].shape[0]
-    if size % num_minibatches:
-        raise ValueError(f"batch of {size} does not split into {num_minibatches} minibatches")
+    if size % (num_minibatches * group):
+        raise ValueError(
+            f"batch of {size} does not split into {num_minibatches} minibatches"
+            + (f" of whole groups of {group} rows" if group > 1 else "")
+        )
 
     # Metrics are summed in the carry as one vector rather than stacked per update: many tiny
     # per-update outputs give XLA's CPU runtime independent work to spread across threads, which
@@ -45,7 +55,11 @@ def minibatch_epochs(
         return (state, sums + jnp.stack([metrics[k] for k in names])), None
 
     def epoch(carry, key):
-        perm = jax.random.permutation(key, size)
+        if group == 1:
+            perm = jax.random.permutation(key, size)
+        else:  # the groups' order shuffled, each group's rows in their order
+            games = jax.random.permutation(key, size // group)
+            perm = (games[:, None] * group + jnp.arange(group)).reshape(size)
         minibatches = jax.tree.map(
             lambda x: x[perm].reshape(num_minibatches, size // num_minibatches, *x.shape[1:]), batch
         )
@@ -65,6 +79,7 @@ def sequence_minibatch_epochs(
     epochs: int,
     num_minibatches: int,
     update: Callable[[S, Any], tuple[S, dict[str, jax.Array]]],
+    group: int = 1,
 ) -> tuple[S, dict[str, jax.Array]]:
     """:func:`minibatch_epochs` over whole sequences: the inner loop of a recurrent learner.
 
@@ -73,14 +88,22 @@ def sequence_minibatch_epochs(
     shuffles the environments and hands ``update`` minibatches of ``B / num_minibatches`` whole
     sequences ``[B / num_minibatches, T, ...]``: time is never split, so a recurrent network
     re-runs each sequence from its start with the memory it had there, and never sees one
-    environment's steps next to another's.
+    environment's steps next to another's. ``group`` keeps whole groups of consecutive
+    sequences together (a game's agents), as in :func:`minibatch_epochs`.
     """
     num_sequences = jax.tree.leaves(sequences)[0].shape[0]
-    if num_sequences % num_minibatches:
+    if num_sequences % (num_minibatches * group):
         raise ValueError(
             f"{num_sequences} sequences (one per environment) do not split into "
             f"{num_minibatches} minibatches"
+            + (f" of whole groups of {group} sequences" if group > 1 else "")
         )
     return minibatch_epochs(
-        state, sequences, key, epochs=epochs, num_minibatches=num_minibatches, update=update
+        state,
+        sequences,
+        key,
+        epochs=epochs,
+        num_minibatches=num_minibatches,
+        update=update,
+        group=group,
     )

@@ -227,6 +227,103 @@ class ContinuousCritic(nn.Module):
         return ensemble(tuple(self.hidden_sizes), 1, self.activation)(x)[..., 0]
 
 
+class PerAgent(nn.Module):
+    """``network`` with a copy of its parameters for each of a game's ``num_agents`` agents,
+    each copy applied to its own agent's rows: independent learners *without* parameter sharing
+    (IPPO and MAPPO with ``share_parameters = false``).
+
+    A multi-agent batch is folded game-major (:mod:`~jaxrl_fdg.envs.multi_agent`): row
+    ``g·N + i`` is agent ``i`` of game ``g``. The rows are the last of an input's leading axes
+    (``[rows]`` as the actor and a learner's minibatch give them, ``[T, rows]`` for a recurrent
+    learner's time-major sequences); they are reshaped to ``[G, N]``, ``network`` is mapped over
+    the ``N`` axis by ``nn.vmap`` with every parameter leaf given a leading agents axis
+    (``variable_axes={"params": 0}``) and each copy initialised from its own key
+    (``split_rngs``), and the outputs are reshaped back to rows. So agent ``i``'s rows meet copy
+    ``i`` only, and its gradients reach copy ``i`` only: ``N`` networks in one batched product per
+    layer, the shared network's cost in arithmetic.
+
+    Which axes lead is read from the inputs' ranks: an observation leaf's own rank is given
+    (``obs_ndims``, one per leaf of one agent's observation, in ``jax.tree.leaves`` order), and
+    every other input (a recurrent network's memory ``[..., W]``, its features and cell outputs)
+    is one vector per row. An input without leading axes (the example observation ``init`` is
+    called with) goes whole to every copy, and the outputs gain a leading agents axis.
+
+    It forwards what :class:`~jaxrl_fdg.fragments.actor_critic_policy.Policy` calls:
+    ``__call__`` and ``value`` (the observation last, after a recurrent network's memory), and a
+    recurrent network's ``encode``, ``recur`` and ``decode``. Whoever applies it must keep each
+    game's rows together and in order: the actor acts on whole games, the learner's minibatches
+    are drawn by game (``Policy.game_size``), and bootstrap values are gathered for whole games
+    (a game's flags are the team's).
+    """
+
+    network: nn.Module
+    num_agents: int
+    obs_ndims: tuple[int, ...]
+
+    def __call__(self, *args: Any) -> Any:
+        return self._each_agent("__call__", args, observation=True)
+
+    def value(self, *args: Any) -> Any:
+        return self._each_agent("value", args, observation=True)
+
+    def encode(self, obs: Any) -> Any:
+        return self._each_agent("encode", (obs,), observation=True)
+
+    def recur(self, memory: jax.Array, features: Any) -> Any:
+        return self._each_agent("recur", (memory, features), observation=False)
+
+    def decode(self, core: Any) -> Any:
+        return self._each_agent("decode", (core,), observation=False)
+
+    def _each_agent(self, method: str, args: tuple[Any, ...], observation: bool) -> Any:
+        """``network.<method>(*args)``, agent ``i``'s copy on agent ``i``'s rows; ``args[-1]``
+        is the observation where ``observation``."""
+        n = self.num_agents
+        lead = self._leading_axes(method, args, observation)
+
+        def call(module: nn.Module, *xs: Any) -> Any:
+            return getattr(module, method)(*xs)
+
+        mapped = dict(variable_axes={"params": 0}, split_rngs={"params": True})
+        if lead == 0:  # one input for every copy (init's example)
+            each = nn.vmap(call, in_axes=None, out_axes=0, axis_size=n, **mapped)
+            return each(self.network, *args)
+        rows = jax.tree.leaves(args)[0].shape[lead - 1]
+        if rows % n:
+            raise ValueError(
+                f"{method} of a network per agent got {rows} rows, not whole games of {n} agents"
+            )
+
+        def games(x: jax.Array) -> jax.Array:  # [..., G·N, *own] -> [..., G, N, *own]
+            return x.reshape(*x.shape[: lead - 1], rows // n, n, *x.shape[lead:])
+
+        def rows_again(y: jax.Array) -> jax.Array:  # [..., G, N, *own] -> [..., G·N, *own]
+            return y.reshape(*y.shape[: lead - 1], rows, *y.shape[lead + 1 :])
+
+        each = nn.vmap(call, in_axes=lead, out_axes=lead, **mapped)
+        return jax.tree.map(rows_again, each(self.network, *jax.tree.map(games, args)))
+
+    def _leading_axes(self, method: str, args: tuple[Any, ...], observation: bool) -> int:
+        """The leading axes every input shares (the rows the last of them)."""
+        ranks = [(leaf, 1) for leaf in jax.tree.leaves(args[:-1] if observation else args)]
+        if observation:
+            leaves = jax.tree.leaves(args[-1])
+            if len(leaves) != len(self.obs_ndims):
+                raise ValueError(
+                    f"{method} of a network per agent got an observation of {len(leaves)} "
+                    f"arrays, not {len(self.obs_ndims)}"
+                )
+            ranks += list(zip(leaves, self.obs_ndims, strict=True))
+        leads = {jnp.ndim(leaf) - rank for leaf, rank in ranks}
+        if len(leads) != 1 or min(leads) < 0:
+            shapes = [tuple(jnp.shape(leaf)) for leaf, _ in ranks]
+            raise ValueError(
+                f"{method} of a network per agent got inputs {shapes} without the same leading "
+                f"axes before their own (observation ranks {self.obs_ndims}, vectors otherwise)"
+            )
+        return leads.pop()
+
+
 class DeterministicActor(nn.Module):
     """A deterministic policy ``μ(s) = tanh(MLP(s))`` with actions in ``[−1, 1]``, the actor of
     DDPG and TD3.
@@ -292,6 +389,7 @@ __all__ = [
     "GaussianActorCritic",
     "NatureTorso",
     "ObservationEncoder",
+    "PerAgent",
     "QNetwork",
     "SquashedGaussianActor",
     "check_torso",

@@ -130,8 +130,9 @@ def test_tuned_config_files_resolve_to_what_they_are_named(path):
     from jaxrl_fdg.config import files
 
     config = rl.resolve(files.from_mapping(files.load(path), str(path))).config
-    algo, _, env = path.stem.partition("-")  # ppo-cartpole, qmix-smax-3m
-    assert config.algo == algo and env.split("-")[0] in config.env.lower()
+    assert path.stem.startswith(f"{config.algo}-")  # ppo-cartpole, pqn-qmix-smax-3m
+    env = path.stem.removeprefix(f"{config.algo}-")
+    assert env.split("-")[0] in config.env.lower()
     usage = f"jaxrl-fdg train --config examples/configs/{path.name}"
     assert usage in path.read_text()  # the file says how to run it
 

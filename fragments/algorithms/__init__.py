@@ -20,8 +20,11 @@ name through the ``jaxrl_fdg.algorithms`` entry points (``--algo NAME``).
   ``ddpg``).
 * ``marl``: IPPO (de Witt et al. 2020, arXiv:2011.09533; ``IPPO``, ``ippo``) and MAPPO (Yu et al.
   2022, arXiv:2103.01955; ``MAPPO``, ``mappo``), PPO's fragments on a multi-agent game.
-* ``value_decomposition``: VDN (Sunehag et al. 2018, arXiv:1706.05296; ``VDN``, ``vdn``) and
-  QMIX (Rashid et al. 2018, arXiv:1803.11485; ``QMIX``, ``qmix``), trained by PQN's learner.
+* ``qmix``: VDN (Sunehag et al. 2018, arXiv:1706.05296; ``VDN``, ``vdn``) and QMIX (Rashid et
+  al. 2018, arXiv:1803.11485; ``QMIX``, ``qmix``) with recurrent agents, sequence replay and a
+  target network.
+* ``value_decomposition``: the same two trained by PQN's learner (``PQN_VDN``, ``pqn-vdn``;
+  ``PQN_QMIX``, ``pqn-qmix``), and QMIX's mixer.
 
 The families they share: ``actor_critic`` (PPO, A2C and IMPALA; PQN borrows its optimizer and
 rollout learner), ``offpolicy`` (the replay and update-to-data schedule of DQN, C51, SAC, TD3 and
@@ -40,6 +43,7 @@ from jaxrl_fdg.fragments.algorithms import (
     offpolicy,
     ppo,
     pqn,
+    qmix,
     sac,
     value_decomposition,
 )
@@ -56,6 +60,7 @@ __all__ = [
     "offpolicy",
     "ppo",
     "pqn",
+    "qmix",
     "sac",
     "value_decomposition",
 ]

@@ -110,6 +110,7 @@ def build(ctx: AlgorithmContext[PPOConfig], policy: ac.Policy | None = None) -> 
             epochs=hp.update_epochs,
             num_minibatches=hp.num_minibatches,
             update=step,
+            group=policy.game_size,  # a network per agent: minibatches of whole games
         )
 
     return ac.algorithm("ppo", ctx, policy, tx, update)

@@ -3,6 +3,8 @@ modes there are. (The module is not named ``list``: the package would then hide 
 
 from __future__ import annotations
 
+import textwrap
+
 from jaxrl_fdg import config as cfg
 from jaxrl_fdg import envs, plugins, policies
 from jaxrl_fdg.core import algorithm as algorithms
@@ -23,6 +25,8 @@ def run() -> int:
         status = "installed" if row.installed else f"not installed: pip install {row.install}"
         print(f"  {row.syntax:<24} {row.description}")
         print(f"  {'':<24} e.g. {row.example} ({status})")
+        if row.names:
+            print(_names(row.names, indent=27))
     print("placements (--placement):")
     for name in policies.registered():
         print(f"  {name:<14} {policies.get(name).summary}")
@@ -54,3 +58,14 @@ def _algorithms() -> None:
             f"  {'':<12} default run: {config.env}, {config.total_steps:,} steps, "
             f"{config.num_envs} × {config.rollout_len}"
         )
+
+
+def _names(names: tuple[str, ...], indent: int) -> str:
+    """``names: a, b, ...`` wrapped to 100 columns under the column at ``indent``."""
+    return textwrap.fill(
+        ", ".join(names),
+        width=100,
+        initial_indent=f"{'':<{indent}}names: ",
+        subsequent_indent=f"{'':<{indent + 7}}",
+        break_on_hyphens=False,
+    )

@@ -22,6 +22,14 @@ SMALL = rl.TrainConfig(total_steps=2 * 8 * 3, num_envs=2, rollout_len=8, out=Non
 # (test_every_algorithm_is_swept), so none can skip the equivalence tests. Off-policy ones
 # warm up for the first iteration and update in the next two, so both branches of the loop run.
 _OFF_POLICY = {"learning_starts": 16, "batch_size": 8, "buffer_size": 64, "utd_ratio": 0.125}
+_RECURRENT_TEAM = {
+    "learning_starts": 16,
+    "batch_size": 2,
+    "buffer_size": 8,
+    "num_updates": 2,
+    "hidden_sizes": (16,),
+    "memory_size": 8,
+}
 TINY = {
     "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
     # Recurrent PPO: the actor's memory in the rollout carry, minibatches of whole sequences.
@@ -55,16 +63,26 @@ TINY = {
         env_options={"world_state": True},
         hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)},
     ),
-    # Value decomposition: a game's agents unfolded in the learner, QMIX's mixer on the world
-    # state its defaults ask for.
-    "vdn": dict(
+    # Value decomposition trained as PQN trains: a game's agents unfolded in the learner, QMIX's
+    # mixer on the world state its defaults ask for.
+    "pqn-vdn": dict(
         env="jaxmarl/MPE_simple_spread_v3",
         hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)},
     ),
+    "pqn-qmix": dict(
+        env="jaxmarl/MPE_simple_spread_v3",
+        hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)},
+    ),
+    # QMIX and VDN with recurrent agents and sequence replay: every iteration learns from the
+    # sequences in the buffer, its own rollout's among them (a warm-up of whole iterations would
+    # leave eager mode's update ops to compile in the second). QMIX on SMAX's 3m (masks, the
+    # world state), VDN on MPE.
     "qmix": dict(
-        env="jaxmarl/MPE_simple_spread_v3",
-        hparams={"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": (16,)},
+        env="jaxmarl/HeuristicEnemySMAX",
+        env_options={"map": "3m", "world_state": True},
+        hparams=_RECURRENT_TEAM,
     ),
+    "vdn": dict(env="jaxmarl/MPE_simple_spread_v3", hparams=_RECURRENT_TEAM),
 }
 
 
@@ -125,8 +143,20 @@ BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "c51", "pqn"}
 # tier checks its learner against its actor bit for bit and its resume (test_recurrent,
 # test_checkpoint).
 # MAPPO is IPPO's program with a dict observation and the critic on its world state, VDN is QMIX's
-# with a sum for a mixer: IPPO's and QMIX's sweeps are the default tier's.
-COMPILED_SLOW = ("a2c", "c51", "ddpg", "td3", "ppo_gru", "sac", "mappo", "vdn")
+# with a sum for a mixer, and PQN-trained QMIX is PQN's learner around QMIX's mixer: IPPO's and
+# QMIX's sweeps are the default tier's.
+COMPILED_SLOW = (
+    "a2c",
+    "c51",
+    "ddpg",
+    "td3",
+    "ppo_gru",
+    "sac",
+    "mappo",
+    "vdn",
+    "pqn-vdn",
+    "pqn-qmix",
+)
 
 
 def algo_params(algos):

@@ -1,6 +1,6 @@
 """Every fusion mode computes the same thing for every registered algorithm (PPO, recurrent
-PPO, A2C, IMPALA, PQN, DQN, C51, SAC, TD3, DDPG, and IPPO, MAPPO, VDN and QMIX on a
-multi-agent game), and nothing recompiles after the first iteration. The sweep's
+PPO, A2C, IMPALA, PQN, DQN, C51, SAC, TD3, DDPG, and IPPO, MAPPO, VDN and QMIX, recurrent or
+PQN-trained, on a multi-agent game), and nothing recompiles after the first iteration. The sweep's
 configurations, runs and comparisons: tests/policies/conftest.py."""
 
 import pytest
@@ -23,6 +23,8 @@ SWEPT = (
     "mappo",
     "vdn",
     "qmix",
+    "pqn-vdn",
+    "pqn-qmix",
 )
 
 

@@ -1,5 +1,6 @@
 """One gradient-averaging path that no learner can forget: every registered algorithm, under
-data_parallel on 2 forced CPU devices, keeps the same learner on every shard.
+data_parallel on 2 forced CPU devices, keeps the same learner on every shard (all but a replay
+buffer a learner holds, each shard's of its own environments: QMIX's and VDN's).
 
 Learners take their optimizer from ``AlgorithmContext.optimizer``, which passes gradients
 through the placement's combination (a mean over shards) before the update. A learner that
@@ -20,6 +21,12 @@ _SCRIPT = textwrap.dedent(
     import jax, numpy as np
     import jaxrl_fdg as rl
 
+    def shared(learner):
+        # All of a learner but a replay buffer it holds: each shard's of its own experience.
+        if hasattr(learner, "replay"):
+            learner = learner._replace(replay=None)
+        return [np.asarray(x) for x in jax.tree.leaves(learner)]
+
     tiny = json.loads({tiny!r})
     report = {{}}
     for algo, extra in tiny.items():
@@ -29,14 +36,13 @@ _SCRIPT = textwrap.dedent(
             **extra,
         )
         result = rl.train(config)
-        learner = result.state.fragments["learner"]
-        leaves = [np.asarray(x) for x in jax.tree.leaves(learner)]
+        leaves = shared(result.state.fragments["learner"])
+        init = jax.jit(rl.build_loop(rl.resolve(config)).init)(jax.random.key(config.seed))
         report[algo] = {{
             "spread": max(float(np.max(np.abs(x[0] - x[1]))) for x in leaves),
             "moved": max(
                 float(np.max(np.abs(a[0] - b[0])))
-                for a, b in zip(leaves, jax.tree.leaves(jax.jit(rl.build_loop(rl.resolve(
-                    config)).init)(jax.random.key(config.seed)).fragments["learner"]))
+                for a, b in zip(leaves, shared(init.fragments["learner"]))
             ),
             "updates": float(np.sum(result.metrics.get("updates", [1.0]))),
         }}
@@ -45,6 +51,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 _OFF_POLICY = {"learning_starts": 32, "batch_size": 8, "buffer_size": 128, "utd_ratio": 0.125}
+_RECURRENT_TEAM = {"learning_starts": 17, "batch_size": 2, "buffer_size": 8, "num_updates": 2}
 TINY = {
     "ppo": dict(hparams={"num_minibatches": 2, "update_epochs": 2}),
     "a2c": dict(),
@@ -58,8 +65,16 @@ TINY = {
     # 4 games of 3 agents: 2 games (6 rows) per shard.
     "ippo": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
     "mappo": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
-    "vdn": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
-    "qmix": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
+    "pqn-vdn": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
+    "pqn-qmix": dict(env="jaxmarl/MPE_simple_spread_v3", hparams={"num_minibatches": 2}),
+    # Each shard replays its own games' sequences: 16 game steps a shard per iteration, so the
+    # updates start in the second.
+    "vdn": dict(env="jaxmarl/MPE_simple_spread_v3", hparams=_RECURRENT_TEAM),
+    "qmix": dict(
+        env="jaxmarl/HeuristicEnemySMAX",
+        env_options={"map": "3m", "world_state": True},
+        hparams=_RECURRENT_TEAM,
+    ),
 }
 
 
