@@ -63,13 +63,12 @@ from jaxrl_fdg.core.names import (
 )
 from jaxrl_fdg.core.types import Transition
 from jaxrl_fdg.envs import spaces
-from jaxrl_fdg.envs.spaces import Dict
 from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments import exploration, losses
 from jaxrl_fdg.fragments.algorithms import actor_critic as ac
 from jaxrl_fdg.fragments.algorithms import offpolicy
-from jaxrl_fdg.fragments.algorithms.value_decomposition import MIXERS, QMixer
-from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSO_HELP, TORSOS, check_torso, orthogonal
+from jaxrl_fdg.fragments.algorithms.value_decomposition import MIXERS, QMixer, check_team
+from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSO_HELP, TORSOS, orthogonal
 from jaxrl_fdg.fragments.recurrent import RecurrentCore, reset_memory
 from jaxrl_fdg.fragments.replay import buffer as replay
 from jaxrl_fdg.fragments.torsos import observation_ndim, observation_part, view
@@ -203,23 +202,6 @@ class LearnerState(NamedTuple):
     replay: replay.ReplayState
     updates: jax.Array  # gradient steps taken
     game_steps: jax.Array  # game steps learned from (added to the buffer)
-
-
-def check(ctx: AlgorithmContext[RecurrentTeamQConfig]) -> None:
-    hp = ctx.hparams
-    if not isinstance(ctx.action_space, spaces.Discrete):
-        raise ConfigError(
-            f"{hp.mixer} needs a Discrete action space (max_a Q over a finite set of actions), got "
-            f"{spaces.describe(ctx.action_space)}"
-        )
-    space = ctx.observation_space
-    if hp.mixer == "qmix" and not (isinstance(space, Dict) and hp.mixer_state in space.spaces):
-        raise ConfigError(
-            f"qmix's mixer reads the observation's {hp.mixer_state!r}: it needs a multi-agent game "
-            "that publishes a world state (jaxmarl/<name> with --env-option world_state=true, "
-            "the default for qmix)"
-        )
-    check_torso(hp.torso, observation_part(space, hp.agent_observation, "agent_observation"))
 
 
 class RecurrentTeamQ:
@@ -551,7 +533,7 @@ VDN = AlgorithmSpec(
     name="vdn",
     hparams=RecurrentTeamQConfig,
     build=build,
-    check=check,
+    check=check_team,
     summary="Value decomposition: the team's Q the sum of its recurrent agents' (Sunehag 2018)",
     defaults=dict(SMAX_DEFAULTS, env_options={"map": "3m"}),
 )
@@ -569,7 +551,7 @@ QMIX = AlgorithmSpec(
     name="qmix",
     hparams=QMIXConfig,
     build=build,
-    check=check,
+    check=check_team,
     summary="Monotonic mixing of recurrent agents' Q by hypernetworks (Rashid et al. 2018)",
     defaults=dict(SMAX_DEFAULTS, env_options={"map": "3m", "world_state": True}),
 )

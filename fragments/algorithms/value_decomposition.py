@@ -119,14 +119,16 @@ class Batch(NamedTuple):
     target: jax.Array
 
 
-def check(ctx: AlgorithmContext[ValueDecompositionConfig]) -> None:
-    name = ctx.hparams.mixer
+def check_team(ctx: AlgorithmContext[Any]) -> None:
+    """What every team Q-learner needs (this module's and :mod:`.qmix`'s): a Discrete action
+    space, QMIX's world state where its mixer reads one, and agents' observations its torso
+    fits. ``ctx.hparams`` has ``mixer``, ``mixer_state``, ``agent_observation`` and ``torso``."""
+    hp = ctx.hparams
     if not isinstance(ctx.action_space, spaces.Discrete):
         raise ConfigError(
-            f"{name} needs a Discrete action space (max_a Q over a finite set of actions), got "
-            f"{spaces.describe(ctx.action_space)}"
+            f"{hp.mixer} needs a Discrete action space (max_a Q over a finite set of actions), "
+            f"got {spaces.describe(ctx.action_space)}"
         )
-    hp = ctx.hparams
     space = ctx.observation_space
     if hp.mixer == "qmix" and not (isinstance(space, Dict) and hp.mixer_state in space.spaces):
         raise ConfigError(
@@ -136,10 +138,14 @@ def check(ctx: AlgorithmContext[ValueDecompositionConfig]) -> None:
         )
     seen = observation_part(space, hp.agent_observation, "agent_observation")
     check_torso(hp.torso, seen)
+
+
+def check(ctx: AlgorithmContext[ValueDecompositionConfig]) -> None:
+    check_team(ctx)
     games = ctx.num_envs // ctx.num_agents
     validate.divides(
         "num_minibatches",
-        hp.num_minibatches,
+        ctx.hparams.num_minibatches,
         "num_envs (games) × rollout_len",
         games * ctx.rollout_len,
     )
