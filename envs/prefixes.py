@@ -61,14 +61,13 @@ Navix, Jumanji or JaxMARL: :func:`check` and :func:`adapters` look packages up w
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.util
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from jaxrl_fdg.envs.errors import MissingDependencyError, UnknownEnvironmentError, unknown
+from jaxrl_fdg.envs.source_names import jaxmarl_names
 
 
 class Adapter(NamedTuple):
@@ -246,40 +245,6 @@ def _build_timestep_api(reference: str, overrides: dict[str, Any]) -> tuple[Any,
 
     factory = _factory("timestep-api/", reference)
     return make_timestep_api(factory, f"timestep-api/{reference}", **overrides)
-
-
-def jaxmarl_names() -> tuple[str, ...]:
-    """JaxMARL's registered environment names (``jaxmarl.registered_envs``), read from its
-    ``registration.py`` without importing JaxMARL (``import jaxmarl`` imports every suite, about
-    10 s); empty where JaxMARL is not installed or the list is not one of string literals."""
-    spec = importlib.util.find_spec("jaxmarl")
-    if spec is None or not spec.origin:
-        return ()
-    return literal_strings(Path(spec.origin).with_name("registration.py"), "registered_envs")
-
-
-def literal_strings(source: Path, variable: str) -> tuple[str, ...]:
-    """The strings of the module-level ``variable = [...]`` in the Python file ``source``, read
-    with :mod:`ast` (the file is not run); empty where the file cannot be read or parsed, or the
-    value is not a list or tuple of string literals."""
-    try:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return ()
-    value = None
-    for node in tree.body:  # the last assignment wins, as when the module runs
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, ast.AnnAssign):
-            targets = [node.target]
-        if any(isinstance(target, ast.Name) and target.id == variable for target in targets):
-            value = node.value
-    try:
-        names = ast.literal_eval(value) if value is not None else None
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return ()
-    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
-        return ()
-    return tuple(names)
 
 
 def _maker(module: str, function: str) -> Callable[[str, dict[str, Any]], tuple[Any, Any]]:

@@ -1,5 +1,6 @@
-"""Recurrent networks: a torso followed by a GRU or LSTM cell, and the actor-critic built from
-two of them (the recurrent policies of PPO and A2C, ``--memory gru|lstm``)."""
+"""Recurrent networks: a torso followed by a GRU or LSTM cell, the actor-critic built from
+two of them (the recurrent policies of PPO and A2C, ``--memory gru|lstm``), and the Q-network
+built from one (the agents of VDN and QMIX)."""
 
 from __future__ import annotations
 
@@ -166,3 +167,42 @@ class RecurrentActorCritic(nn.Module):
         _, value_memory = jnp.split(memory, 2, axis=-1)
         obs = view(obs, self.critic_input)
         return self.critic(self.value_core(value_memory, obs)[1])[..., 0]
+
+
+class RecurrentQNetwork(nn.Module):
+    """An agent's Q-network with memory: :class:`~jaxrl_fdg.fragments.recurrent.RecurrentCore`
+    (torso, then the cell) and a linear head. One step is ``(memory [R, W], obs [R, ...]) ->
+    (memory, Q [R, A])``; ``encode``, ``recur`` and ``decode`` are its three parts, so that a
+    sequence has its torso and head applied to every step at once and only its cell scanned."""
+
+    num_actions: int
+    hidden_sizes: tuple[int, ...]
+    activation: str
+    obs_ndim: Any
+    torso: str
+    memory: str
+    memory_size: int
+
+    def setup(self) -> None:
+        self.core = RecurrentCore(
+            hidden_sizes=self.hidden_sizes,
+            activation=self.activation,
+            obs_ndim=self.obs_ndim,
+            torso=self.torso,
+            memory=self.memory,
+            memory_size=self.memory_size,
+        )
+        self.head = nn.Dense(self.num_actions, kernel_init=orthogonal(1.0))
+
+    def __call__(self, memory: jax.Array, obs: Any) -> tuple[jax.Array, jax.Array]:
+        memory, y = self.recur(memory, self.encode(obs))
+        return memory, self.decode(y)
+
+    def encode(self, obs: Any) -> jax.Array:
+        return self.core.features(obs)
+
+    def recur(self, memory: jax.Array, features: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return self.core.step(memory, features)
+
+    def decode(self, y: jax.Array) -> jax.Array:
+        return self.head(y)

@@ -23,6 +23,7 @@ name through the ``jaxrl_fdg.algorithms`` entry points (``--algo NAME``).
 * ``qmix``: VDN (Sunehag et al. 2018, arXiv:1706.05296; ``VDN``, ``vdn``) and QMIX (Rashid et
   al. 2018, arXiv:1803.11485; ``QMIX``, ``qmix``) with recurrent agents, sequence replay and a
   target network.
+* ``recurrent_team``: their team Q-function (recurrent agents, the mixer, sequences and loss).
 * ``value_decomposition``: the same two trained by PQN's learner (``PQN_VDN``, ``pqn-vdn``;
   ``PQN_QMIX``, ``pqn-qmix``), and QMIX's mixer.
 
@@ -44,6 +45,7 @@ from jaxrl_fdg.fragments.algorithms import (
     ppo,
     pqn,
     qmix,
+    recurrent_team,
     sac,
     value_decomposition,
 )
@@ -61,6 +63,7 @@ __all__ = [
     "ppo",
     "pqn",
     "qmix",
+    "recurrent_team",
     "sac",
     "value_decomposition",
 ]

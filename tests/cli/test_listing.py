@@ -10,7 +10,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg.cli import main
-from jaxrl_fdg.envs import prefixes
+from jaxrl_fdg.envs import prefixes, source_names
 
 
 def test_list(capsys):
@@ -40,7 +40,7 @@ def test_list_names_jaxmarl_games_without_importing_jaxmarl():
     code = """
 import contextlib, io, json, sys
 from jaxrl_fdg.cli import main
-from jaxrl_fdg.envs import prefixes
+from jaxrl_fdg.envs import prefixes, source_names
 with contextlib.redirect_stdout(io.StringIO()) as out:
     main(["list"])
 names = prefixes.jaxmarl_names()
@@ -95,4 +95,4 @@ def test_literal_strings_reads_the_last_module_level_assignment(tmp_path):
         "def make():\n    registered_envs = ['local']\n"
         "registered_envs: list[str] = ['a', 'b']\n"
     )
-    assert prefixes.literal_strings(source, "registered_envs") == ("a", "b")
+    assert source_names.literal_strings(source, "registered_envs") == ("a", "b")

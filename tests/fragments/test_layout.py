@@ -104,7 +104,7 @@ def test_the_new_paths_warn_nothing(fresh, recwarn):
 def test_entry_points_name_the_new_modules():
     points = importlib.metadata.entry_points(group="jaxrl_fdg.algorithms")
     built_in = [p for p in points if p.value.startswith("jaxrl_fdg.")]
-    assert len(built_in) == 13
+    assert len(built_in) == 15
     assert all(p.module.startswith("jaxrl_fdg.fragments.algorithms.") for p in built_in)
 
 
