@@ -16,7 +16,9 @@ PRNG keys included) leaf by leaf and names the first leaf that differs.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -131,6 +133,27 @@ def assert_modes_agree(
     return runs
 
 
+def assert_resumes_bit_for_bit(
+    config: TrainConfig, out: str | Path, resume_after: int
+) -> tuple[RunResult, RunResult]:
+    """Train ``config`` whole (run ``whole`` under ``out``) and again (run ``part``), drop every
+    checkpoint of ``part`` after iteration ``resume_after`` (as if it had died there), resume it,
+    and assert it ends on the whole run's bits (state and metrics of the resumed part aside);
+    returns ``(resumed, whole)``. ``config`` must checkpoint at ``resume_after``."""
+    out = Path(out)
+    whole = train(config.replace(out=str(out), run_name="whole"))
+    train(config.replace(out=str(out), run_name="part"))
+    checkpoints = out / "part" / "checkpoints"
+    kept = [p for p in checkpoints.iterdir() if p.name.isdigit()]
+    if resume_after not in {int(p.name) for p in kept}:
+        raise ValueError(f"no checkpoint at iteration {resume_after} in {checkpoints}")
+    for late in (p for p in kept if int(p.name) > resume_after):
+        shutil.rmtree(late)
+    resumed = train(config.replace(out=str(out), run_name="part"), resume=out / "part")
+    assert_same_bits(resumed.state, whole.state, "resumed against whole")
+    return resumed, whole
+
+
 def first_call(loop: Loop, state: LoopState, key: jax.Array) -> StepCall:
     """The first call of ``loop``'s step body at the start of a rollout from ``state`` with
     rollout key ``key`` (the actor's, in every built-in algorithm): its index, fragment, the
@@ -147,6 +170,7 @@ def _comparable(x: Any) -> Any:
 
 
 __all__ = [
+    "assert_resumes_bit_for_bit",
     "COMPILED_MODES",
     "TINY_HPARAMS",
     "assert_modes_agree",

@@ -3,7 +3,6 @@ multi-agent runs built on them: the agents folded into the batch, env steps coun
 the team played by evaluation, IPPO and MAPPO from the stock configuration."""
 
 import json
-import shutil
 
 import jax
 import jax.numpy as jnp
@@ -179,12 +178,6 @@ def test_a_multi_agent_run_resumes_bit_for_bit(tmp_path):
     config = rl.TrainConfig(algo="mappo", **{**TINY, "out": str(tmp_path)}).replace(
         total_steps=6 * 16, checkpoint_every=32
     )
-    full = rl.train(config.replace(run_name="full"))
-    rl.train(config.replace(run_name="part"))
-    checkpoints = tmp_path / "part" / "checkpoints"
-    for late in ("4", "6"):
-        shutil.rmtree(checkpoints / late)
-    resumed = rl.train(config.replace(run_name="part"), resume=tmp_path / "part")
-    testing.assert_same_bits(resumed.state, full.state)
+    testing.assert_resumes_bit_for_bit(config, tmp_path, resume_after=2)
     rows = [json.loads(line) for line in (tmp_path / "part" / "metrics.jsonl").open()]
     assert [r["step"] for r in rows] == [16 * i for i in range(1, 7)]

@@ -4,7 +4,6 @@ sound are left out, the replay waits for its warm-up, the target network follows
 SMAX's 3m from its stock command."""
 
 import json
-import shutil
 
 import jax
 import jax.numpy as jnp
@@ -150,13 +149,7 @@ def test_a_qmix_run_resumes_bit_for_bit(tmp_path):
     config = rl.TrainConfig(algo="qmix", **{**TINY, "out": str(tmp_path)}).replace(
         total_steps=6 * 16, checkpoint_every=32
     )
-    full = rl.train(config.replace(run_name="full"))
-    rl.train(config.replace(run_name="part"))
-    checkpoints = tmp_path / "part" / "checkpoints"
-    for late in ("4", "6"):
-        shutil.rmtree(checkpoints / late)
-    resumed = rl.train(config.replace(run_name="part"), resume=tmp_path / "part")
-    testing.assert_same_bits(resumed.state, full.state)
+    testing.assert_resumes_bit_for_bit(config, tmp_path, resume_after=2)
 
 
 @pytest.mark.slow
