@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg.errors import ConfigError
 from jaxrl_fdg.fragments.networks import (
     ACTIVATIONS,
     MLP,
@@ -28,6 +29,20 @@ MEMORIES = ("none", "gru", "lstm")
 def reset_memory(memory: jax.Array, episode_start: jax.Array) -> jax.Array:
     """``memory`` ``[B, W]`` with zeros (the initial memory) where ``episode_start`` ``[B]``."""
     return jnp.where(episode_start[..., None], 0.0, memory)
+
+
+def check_acts_for_all(observation: Any, num_envs: int, who: str) -> None:
+    """A recurrent actor (``who``) keeps the memory of its ``num_envs`` rows and must act for
+    all of them at every step: a ``ConfigError`` where ``observation`` has another number of
+    rows (placement host_env acts for each half of the batch in turn)."""
+    acting_for = jax.tree.leaves(observation)[0].shape[0]
+    if acting_for != num_envs:
+        raise ConfigError(
+            f"{who} keeps the memory of its {num_envs} environments and must act for all of them "
+            f"at every step, but was called on {acting_for} (placement host_env acts for each "
+            "half of the batch in turn; use placement single or data_parallel with a recurrent "
+            "actor)"
+        )
 
 
 def memory_width(memory: str, memory_size: int) -> int:

@@ -65,7 +65,7 @@ from jaxrl_fdg.errors import ConfigError, SpaceMismatch
 from jaxrl_fdg.fragments import losses, normalization
 from jaxrl_fdg.fragments.actor_critic_policy import Batch, Policy, Sequences
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSO_HELP, TORSOS, check_torso
-from jaxrl_fdg.fragments.recurrent import MEMORIES
+from jaxrl_fdg.fragments.recurrent import MEMORIES, check_acts_for_all
 from jaxrl_fdg.fragments.torsos import (
     ACTOR_OBSERVATION_HELP,
     CRITIC_OBSERVATION_HELP,
@@ -170,14 +170,7 @@ def actor(policy: Policy, num_envs: int) -> Fragment:
 
     def act_recurrent(state: ActorMemory, inputs, key):
         observation = inputs[OBSERVATION]
-        acting_for = jax.tree.leaves(observation)[0].shape[0]
-        if acting_for != num_envs:
-            raise ConfigError(
-                f"a recurrent actor keeps the memory of its {num_envs} environments and must "
-                f"act for all of them at every step, but was called on {acting_for} "
-                "(placement host_env acts for each half of the batch in turn; use placement "
-                "single or data_parallel with memory gru or lstm)"
-            )
+        check_acts_for_all(observation, num_envs, "a recurrent actor")
         start = inputs[EPISODE_STEP] == 0
         memory, outputs = policy.act_recurrent(
             inputs[PARAMS], state.memory, observation, start, key, inputs.get(ACTION_MASK)

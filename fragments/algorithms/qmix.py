@@ -66,7 +66,7 @@ from jaxrl_fdg.fragments.algorithms import offpolicy
 from jaxrl_fdg.fragments.algorithms.recurrent_team import RecurrentTeamQ
 from jaxrl_fdg.fragments.algorithms.value_decomposition import MIXERS, check_team
 from jaxrl_fdg.fragments.networks import ACTIVATIONS, TORSO_HELP, TORSOS
-from jaxrl_fdg.fragments.recurrent import reset_memory
+from jaxrl_fdg.fragments.recurrent import check_acts_for_all, reset_memory
 from jaxrl_fdg.fragments.replay import buffer as replay
 
 MEMORY_CELLS = ("gru", "lstm")
@@ -180,13 +180,7 @@ def actor(ctx: AlgorithmContext[RecurrentTeamQConfig], team: RecurrentTeamQ) -> 
     def act(state, inputs, key):
         steps, memory = state
         observation = inputs[OBSERVATION]
-        acting_for = jax.tree.leaves(observation)[0].shape[0]
-        if acting_for != num_envs:
-            raise ConfigError(
-                f"{hp.mixer}'s actor keeps the memory of its {num_envs} agents and must act for "
-                f"all of them at every step, but was called on {acting_for} (placement host_env "
-                "acts for each half of the batch in turn; use placement single or data_parallel)"
-            )
+        check_acts_for_all(observation, num_envs, f"{hp.mixer}'s actor")
         start = inputs[EPISODE_STEP] == 0
         memory = reset_memory(memory, start)
         memory_next, q = team.step(inputs[PARAMS], memory, observation)

@@ -12,9 +12,8 @@ import jax.numpy as jnp
 from jaxrl_fdg.core.algorithm import AlgorithmContext
 from jaxrl_fdg.core.names import ACTION_MASK, EPISODE_START, MEMORY, NEXT_ACTION_MASK
 from jaxrl_fdg.core.types import Transition
-from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.fragments import exploration, losses
-from jaxrl_fdg.fragments.algorithms.value_decomposition import QMixer
+from jaxrl_fdg.fragments.algorithms.value_decomposition import TeamMixer
 from jaxrl_fdg.fragments.recurrent import RecurrentQNetwork, reset_memory
 from jaxrl_fdg.fragments.torsos import observation_ndim, observation_part, view
 
@@ -41,14 +40,13 @@ class Sequence(NamedTuple):
     memory: jax.Array
 
 
-class RecurrentTeamQ:
-    """The agents' shared recurrent Q-network and the team's mixer, as one learner's variables
-    ``{"params": {"agents": ..., "mixer": ...}}`` (no ``mixer`` for VDN); the sequences a rollout
-    gives the replay buffer, and the loss on a batch of them."""
+class RecurrentTeamQ(TeamMixer):
+    """The agents' shared recurrent Q-network beside the team's mixer (:class:`TeamMixer`); the
+    sequences a rollout gives the replay buffer, and the loss on a batch of them."""
 
     def __init__(self, ctx: AlgorithmContext[RecurrentTeamQConfig]):
-        hp = self.hp = ctx.hparams
-        self.agents, self.qmix = ctx.num_agents, hp.mixer == "qmix"
+        super().__init__(ctx, ctx.hparams.mixer_init_scale)
+        hp = self.hp
         seen = observation_part(ctx.observation_space, hp.agent_observation)
         self.net = RecurrentQNetwork(
             num_actions=ctx.action_space.n,
@@ -60,18 +58,12 @@ class RecurrentTeamQ:
             memory_size=hp.memory_size,
         )
         self.memory_width = hp.memory_size * (2 if hp.memory == "lstm" else 1)
-        self.mixer = QMixer(self.agents, hp.mixing_size, hp.hypernet_size, hp.mixer_init_scale)
-        self.example = spaces.example(ctx.observation_space)
 
     def init(self, key: jax.Array) -> Any:
         k_agents, k_mixer = jax.random.split(key)
         agent_obs = view(self.example, self.hp.agent_observation)
         agents = self.net.init(k_agents, self.initial_memory(1)[0], agent_obs)
-        params = {"agents": agents["params"]}
-        if self.qmix:
-            world = view(self.example, self.hp.mixer_state)
-            params["mixer"] = self.mixer.init(k_mixer, jnp.zeros((self.agents,)), world)["params"]
-        return {"params": params}
+        return self.variables(agents["params"], k_mixer)
 
     def initial_memory(self, n: int) -> jax.Array:
         """The memory of ``n`` agents at an episode's start: zeros ``[n, W]``."""
@@ -96,16 +88,6 @@ class RecurrentTeamQ:
 
         _, y = jax.lax.scan(recur, memory, (features, start))
         return self.net.apply(agents, y, method="decode")
-
-    def mix(self, variables: Any, q: jax.Array, state: Any) -> jax.Array:
-        """The team's value of its agents' ``q`` ``[..., N]``."""
-        if not self.qmix:
-            return q.sum(axis=-1)
-        return self.mixer.apply({"params": variables["params"]["mixer"]}, q, state)
-
-    def games_of(self, x: jax.Array) -> jax.Array:
-        """``[T, B·N, ...]`` as ``[T, B, N, ...]``."""
-        return x.reshape(x.shape[0], -1, self.agents, *x.shape[2:])
 
     def sequences(self, traj: Transition, masked: bool) -> Sequence:
         """The rollout's ``B`` sequences, one per game, game-major ``[B, ...]``."""
@@ -204,7 +186,8 @@ class RecurrentTeamQ:
         target = losses.q_lambda_returns(
             reward, team_next, terminated, truncated, hp.gamma, hp.q_lambda
         )
-        weight = self.valid(truncated, terminated, jnp.swapaxes(batch.start, 0, 1)[1:])
+        next_start = jnp.swapaxes(batch.start, 0, 1)[1:]
+        weight = sound_targets(truncated, terminated, next_start, hp.q_lambda)
 
         action = jnp.swapaxes(batch.action, 0, 1)  # [T, M, N]
         q_taken = jnp.take_along_axis(q[:-1], action[..., None], axis=-1)[..., 0]
@@ -220,20 +203,23 @@ class RecurrentTeamQ:
         }
         return value, metrics
 
-    def valid(self, truncated: jax.Array, terminated: jax.Array, next_start: jax.Array):
-        """The weights ``[T, M]`` of the steps whose targets are sound: 0 at a step truncated
-        before the sequence's end (the observation after it is the next episode's first,
-        ``next_start``), and with λ > 0 at the steps of its episode before it too (their λ-returns
-        lean on its target)."""
-        broken = jnp.logical_and(truncated, next_start)
-        if self.hp.q_lambda == 0.0:
-            return 1.0 - broken.astype(jnp.float32)
-        done = jnp.logical_or(truncated, terminated)
 
-        def backward(bad_next, xs):
-            b, d = xs
-            bad = jnp.logical_or(b, jnp.logical_and(jnp.logical_not(d), bad_next))
-            return bad, bad
+def sound_targets(
+    truncated: jax.Array, terminated: jax.Array, next_start: jax.Array, q_lambda: float
+) -> jax.Array:
+    """The weights ``[T, M]`` of the steps whose targets are sound: 0 at a step truncated
+    before the sequence's end (the observation after it is the next episode's first,
+    ``next_start``), and with ``q_lambda`` > 0 at the steps of its episode before it too (their
+    λ-returns lean on its target)."""
+    broken = jnp.logical_and(truncated, next_start)
+    if q_lambda == 0.0:
+        return 1.0 - broken.astype(jnp.float32)
+    done = jnp.logical_or(truncated, terminated)
 
-        _, bad = jax.lax.scan(backward, jnp.zeros_like(broken[0]), (broken, done), reverse=True)
-        return 1.0 - bad.astype(jnp.float32)
+    def backward(bad_next, xs):
+        b, d = xs
+        bad = jnp.logical_or(b, jnp.logical_and(jnp.logical_not(d), bad_next))
+        return bad, bad
+
+    _, bad = jax.lax.scan(backward, jnp.zeros_like(broken[0]), (broken, done), reverse=True)
+    return 1.0 - bad.astype(jnp.float32)

@@ -151,39 +151,28 @@ def check(ctx: AlgorithmContext[ValueDecompositionConfig]) -> None:
     )
 
 
-class TeamQ:
-    """The agents' shared Q-network and the team's mixer, as one learner's variables
-    ``{"params": {"agents": ..., "mixer": ...}}`` (no ``mixer`` for VDN), and the rollout's
-    batch of games with its team targets."""
+class TeamMixer:
+    """What a team Q-learner holds besides its agents' network (:class:`TeamQ` here, the
+    recurrent one of :mod:`.recurrent_team`): the team's mixer (VDN's sum or QMIX's
+    :class:`QMixer` of gain ``init_scale``), its variables beside the agents' in ``{"params":
+    {"agents": ..., "mixer": ...}}`` (no ``mixer`` for VDN), and the unfolding of rows into
+    games. ``ctx.hparams`` has ``mixer``, ``mixer_state``, ``mixing_size`` and
+    ``hypernet_size``."""
 
-    def __init__(self, ctx: AlgorithmContext[ValueDecompositionConfig]):
+    def __init__(self, ctx: AlgorithmContext[Any], init_scale: float = 1.0):
         hp = self.hp = ctx.hparams
         self.agents, self.qmix = ctx.num_agents, hp.mixer == "qmix"
-        seen = observation_part(ctx.observation_space, hp.agent_observation)
-        self.net = QNetwork(
-            num_actions=ctx.action_space.n,
-            hidden_sizes=tuple(hp.hidden_sizes),
-            activation=hp.activation,
-            obs_ndim=observation_ndim(seen),
-            layer_norm=hp.layer_norm,
-            torso=hp.torso,
-        )
-        self.mixer = QMixer(self.agents, hp.mixing_size, hp.hypernet_size)
+        self.mixer = QMixer(self.agents, hp.mixing_size, hp.hypernet_size, init_scale)
         self.example = spaces.example(ctx.observation_space)
 
-    def init(self, key: jax.Array) -> Any:
-        k_agents, k_mixer = jax.random.split(key)
-        agents = self.net.init(k_agents, view(self.example, self.hp.agent_observation))
-        params = {"agents": agents["params"]}
+    def variables(self, agents: Any, key: jax.Array) -> Any:
+        """The learner's variables: the agents' parameters ``agents`` and, for QMIX, the mixer's
+        initialised from ``key``."""
+        params = {"agents": agents}
         if self.qmix:
             world = view(self.example, self.hp.mixer_state)
-            params["mixer"] = self.mixer.init(k_mixer, jnp.zeros((self.agents,)), world)["params"]
+            params["mixer"] = self.mixer.init(key, jnp.zeros((self.agents,)), world)["params"]
         return {"params": params}
-
-    def q_values(self, variables: Any, observation: Any) -> jax.Array:
-        """Each row's (agent's) Q-values ``[..., A]``."""
-        agents = {"params": variables["params"]["agents"]}
-        return self.net.apply(agents, view(observation, self.hp.agent_observation))
 
     def mix(self, variables: Any, q: jax.Array, state: Any) -> jax.Array:
         """The team's value of its agents' ``q`` ``[..., N]``."""
@@ -195,6 +184,34 @@ class TeamQ:
         """``[T, B·N, ...]`` leaves as ``[T, B, N, ...]`` (each step's rows unfolded)."""
         n = self.agents
         return jax.tree.map(lambda x: x.reshape(x.shape[0], -1, n, *x.shape[2:]), tree)
+
+
+class TeamQ(TeamMixer):
+    """The agents' shared Q-network beside the team's mixer (:class:`TeamMixer`), and the
+    rollout's batch of games with its team targets."""
+
+    def __init__(self, ctx: AlgorithmContext[ValueDecompositionConfig]):
+        super().__init__(ctx)
+        hp = self.hp
+        seen = observation_part(ctx.observation_space, hp.agent_observation)
+        self.net = QNetwork(
+            num_actions=ctx.action_space.n,
+            hidden_sizes=tuple(hp.hidden_sizes),
+            activation=hp.activation,
+            obs_ndim=observation_ndim(seen),
+            layer_norm=hp.layer_norm,
+            torso=hp.torso,
+        )
+
+    def init(self, key: jax.Array) -> Any:
+        k_agents, k_mixer = jax.random.split(key)
+        agents = self.net.init(k_agents, view(self.example, self.hp.agent_observation))
+        return self.variables(agents["params"], k_mixer)
+
+    def q_values(self, variables: Any, observation: Any) -> jax.Array:
+        """Each row's (agent's) Q-values ``[..., A]``."""
+        agents = {"params": variables["params"]["agents"]}
+        return self.net.apply(agents, view(observation, self.hp.agent_observation))
 
     def mixer_state(self, observation: Any) -> Any:
         """The world state of each game ``[T, B, S]``: its first agent's (none for VDN)."""

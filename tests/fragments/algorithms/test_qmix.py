@@ -12,7 +12,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg import testing
-from jaxrl_fdg.fragments.algorithms.qmix import RecurrentTeamQ
+from jaxrl_fdg.fragments.algorithms.recurrent_team import RecurrentTeamQ, sound_targets
 
 pytest.importorskip("jaxmarl")
 
@@ -82,19 +82,17 @@ def test_the_learner_unrolls_the_memory_the_actor_stepped(team):
     np.testing.assert_allclose(unrolled, jnp.stack(stepped), rtol=1e-5, atol=1e-6)
 
 
-def test_targets_past_a_truncation_inside_a_sequence_are_left_out(team):
-    team, _ = team
+def test_targets_past_a_truncation_inside_a_sequence_are_left_out():
     # One game, 5 steps: truncated at step 1 (the next observation is the next episode's first),
     # terminated at step 3, truncated at the last step (its own next observation is stored).
     truncated = jnp.array([[0], [1], [0], [0], [1]], bool)
     terminated = jnp.array([[0], [0], [0], [1], [0]], bool)
     next_start = jnp.array([[0], [1], [0], [1], [0]], bool)
-    one_step = team.valid(truncated, terminated, next_start)
+    one_step = sound_targets(truncated, terminated, next_start, 0.0)
     assert one_step[:, 0].tolist() == [1, 0, 1, 1, 1]
-    lam = RecurrentTeamQ.__new__(RecurrentTeamQ)
-    lam.hp = team.hp.__class__(q_lambda=0.5)
     # With λ > 0 step 0's return leans on step 1's target: both out; the next episode is sound.
-    assert lam.valid(truncated, terminated, next_start)[:, 0].tolist() == [0, 0, 1, 1, 1]
+    lam = sound_targets(truncated, terminated, next_start, 0.5)
+    assert lam[:, 0].tolist() == [0, 0, 1, 1, 1]
 
 
 @pytest.fixture(scope="module")
