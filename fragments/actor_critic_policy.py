@@ -133,6 +133,7 @@ class Policy:
                 num_actions,
                 memory=hp.memory,
                 memory_size=hp.memory_size,
+                head_sizes=tuple(hp.head_sizes),
                 continuous=self.continuous,
                 log_std_init=hp.log_std_init,
                 **common,

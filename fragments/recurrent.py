@@ -113,6 +113,10 @@ class RecurrentActorCritic(nn.Module):
     ``__call__`` is one step: ``(memory [B, W], obs [B, *obs_shape]) -> (memory, (logits [B, A],
     value [B]))``, or with ``continuous`` ``(mean, log_std, value)`` as
     :class:`GaussianActorCritic`, whose state-independent log-std it shares.
+
+    ``head_sizes`` puts hidden layers (gain √2, the torso's activation) between each cell and
+    its linear head, as JaxMARL's recurrent baselines have one of 128 units; empty, each head is
+    the one linear layer.
     """
 
     num_actions: int
@@ -129,6 +133,7 @@ class RecurrentActorCritic(nn.Module):
     policy_input: str = ""
     critic_input: str = ""
     critic_ndim: ObsNdim | None = None
+    head_sizes: Sequence[int] = ()
 
     def setup(self) -> None:
         core = dict(
@@ -141,8 +146,13 @@ class RecurrentActorCritic(nn.Module):
         critic_ndim = self.obs_ndim if self.critic_ndim is None else self.critic_ndim
         self.policy_core = RecurrentCore(obs_ndim=self.obs_ndim, **core)
         self.value_core = RecurrentCore(obs_ndim=critic_ndim, **core)
-        self.policy = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))
-        self.critic = nn.Dense(1, kernel_init=orthogonal(1.0))
+        if self.head_sizes:
+            heads = tuple(self.head_sizes)
+            self.policy = MLP(heads, self.num_actions, self.activation, out_scale=0.01)
+            self.critic = MLP(heads, 1, self.activation, out_scale=1.0)
+        else:  # the linear heads alone (parameters as they were before head_sizes)
+            self.policy = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))
+            self.critic = nn.Dense(1, kernel_init=orthogonal(1.0))
         if self.continuous:
             self.log_std = self.param(
                 "log_std", nn.initializers.constant(self.log_std_init), (self.num_actions,)

@@ -96,6 +96,11 @@ class ActorCriticConfig:
     log_std_init: float = hparam(0.0, "initial log std of the Gaussian policy, for Box actions")
     memory: str = hparam("none", "recurrent core after the torso: none, gru or lstm")
     memory_size: int = hparam(128, "units of the recurrent core (memory gru or lstm)")
+    head_sizes: tuple[int, ...] = hparam(
+        (),
+        "hidden layers between the recurrent core and each head (memory gru or lstm); "
+        "JaxMARL's recurrent baselines have 128",
+    )
     normalize_observations: bool = hparam(
         False, "standardise observations by running moments the learner keeps (Brax's trainers)"
     )
@@ -119,6 +124,14 @@ class ActorCriticConfig:
         validate.finite("log_std_init", self.log_std_init)
         validate.choice("memory", self.memory, MEMORIES)
         validate.positive_int("memory_size", self.memory_size)
+        for size in self.head_sizes:
+            validate.positive_int("head_sizes entry", size)
+        if self.head_sizes and self.memory == "none":
+            raise ConfigError(
+                f"head_sizes = {tuple(self.head_sizes)} sets layers after a recurrent core, and "
+                "memory is 'none': add --memory gru (or lstm), or put the layers in "
+                "hidden_sizes"
+            )
 
 
 def check(name: str, ctx: AlgorithmContext[ActorCriticConfig]) -> None:

@@ -21,6 +21,7 @@ from jaxrl_fdg.fragments.minibatch import sequence_minibatch_epochs
 RECURRENT = {"memory": "gru", "memory_size": 8, "hidden_sizes": (16,)}
 CASES = {
     "gru-cartpole": ("CartPole-v1", RECURRENT),
+    "gru-heads-cartpole": ("CartPole-v1", {**RECURRENT, "head_sizes": (8, 4)}),
     "lstm-pendulum": ("Pendulum-v1", {**RECURRENT, "memory": "lstm"}),
 }
 
@@ -75,7 +76,8 @@ def test_actor_keeps_and_resets_memory_where_episodes_start(cartpole):
 
 
 @pytest.mark.parametrize(
-    "case", ["gru-cartpole", pytest.param("lstm-pendulum", marks=pytest.mark.slow)]
+    "case",
+    ["gru-cartpole", "gru-heads-cartpole", pytest.param("lstm-pendulum", marks=pytest.mark.slow)],
 )
 def test_learner_reproduces_the_actor(case):
     # To float32 rounding: the learner applies torsos and heads to every step at once (one wide
@@ -168,6 +170,22 @@ def test_hyperparameters_and_minibatch_count_are_checked():
     resolve(config.replace(hparams={**config.hparams, "memory": "none"}))
     with pytest.raises(rl.ConfigError, match=r"num_envs .*memory 'gru'.* = 6 .* = 4"):
         resolve(config)
+
+
+def test_head_sizes_put_layers_between_the_cells_and_the_heads():
+    resolved = resolve(_config(head_sizes=(8, 4)))
+    params = rl.build_loop(resolved).init(jax.random.key(0)).fragments["learner"].params
+    # Each head: 8 units (after the GRU's 8), then 4, then the output (2 actions, 1 value).
+    for head, out in (("policy", 2), ("critic", 1)):
+        kernels = [layer["kernel"].shape for layer in params["params"][head].values()]
+        assert kernels == [(8, 8), (8, 4), (4, out)]
+    # Without them, each head is one linear layer, its parameters where they always were.
+    plain = rl.build_loop(resolve(_config())).init(jax.random.key(0)).fragments["learner"]
+    assert plain.params["params"]["policy"]["kernel"].shape == (8, 2)
+    with pytest.raises(rl.ConfigError, match=r"head_sizes = \(128,\) .* memory is 'none'"):
+        PPOConfig(head_sizes=(128,))
+    with pytest.raises(rl.ConfigError, match="head_sizes entry must be a positive integer"):
+        PPOConfig(memory="gru", head_sizes=(0,))
 
 
 def test_evaluation_carries_the_policys_memory():
