@@ -282,25 +282,31 @@ def episode_metrics(
     ``env_info`` names keys of the environment's info (``Environment.info_env``), each summed
     over the steps that ended an episode as ``info_sum/<key>`` (an info of several numbers, their
     mean first): the run's rows divide by the episodes, giving e.g. the fraction of episodes
-    that ended with an achievement unlocked. For a game of ``agents`` agents (rows game-major)
-    each agent's return is summed apart, as ``info_sum/episode_return_agent_<i>``, scaled so that
-    the rows' division by every agent's episodes gives agent ``i``'s mean return."""
+    that ended with an achievement unlocked.
+
+    For a game of ``agents`` agents (rows game-major, the game's end on each of its rows) an
+    episode is a game: every sum is over games, each game's return and info its agents' mean,
+    and each agent's return is summed apart as ``info_sum/episode_return_agent_<i>``, which the
+    rows' division by the games makes agent ``i``'s mean return."""
     done = jnp.logical_or(trajectory.terminated, trajectory.truncated)
     info = trajectory.info
-    metrics = {EPISODES: done.sum().astype(jnp.float32)}
+    share = 1.0 / agents  # each of a game's rows counts for 1/N of it
+
+    def over_ended(value: jax.Array) -> jax.Array:
+        return jnp.where(done, value, 0.0).sum() * share
+
+    metrics = {EPISODES: done.sum().astype(jnp.float32) * share}
     if EPISODE_RETURN in info:
-        metrics[EPISODE_RETURN_SUM] = jnp.where(done, info[EPISODE_RETURN], 0.0).sum()
-        metrics[EPISODE_LENGTH_SUM] = (
-            jnp.where(done, info[EPISODE_LENGTH], 0).sum().astype(jnp.float32)
-        )
+        metrics[EPISODE_RETURN_SUM] = over_ended(info[EPISODE_RETURN])
+        lengths = jnp.where(done, info[EPISODE_LENGTH], 0).sum().astype(jnp.float32)
+        metrics[EPISODE_LENGTH_SUM] = lengths * share
     for key in env_info:
         value = jnp.asarray(info[key], jnp.float32)
-        per_step = value.reshape(*done.shape, -1).mean(axis=-1)
-        metrics[INFO_SUM + key] = jnp.where(done, per_step, 0.0).sum()
+        metrics[INFO_SUM + key] = over_ended(value.reshape(*done.shape, -1).mean(axis=-1))
     if agents > 1 and EPISODE_RETURN in info:  # [T, games, agents]: each agent's column
         ended = jnp.where(done, info[EPISODE_RETURN], 0.0).reshape(*done.shape[:-1], -1, agents)
         for i in range(agents):
-            metrics[f"{INFO_SUM}episode_return_agent_{i}"] = agents * ended[..., i].sum()
+            metrics[f"{INFO_SUM}episode_return_agent_{i}"] = ended[..., i].sum()
     return metrics
 
 

@@ -93,6 +93,34 @@ def test_episode_metrics_sum_over_the_episodes_that_ended():
     assert sorted(episode_metrics(trajectory._replace(info={}))) == ["episodes"]
 
 
+def test_episode_metrics_of_a_game_count_games():
+    # 2 games of 2 agents (rows game-major); game 1 ends at step 0, game 0 at step 1.
+    done = jnp.array([[False, False, True, True], [True, True, False, False]])
+    returns = jnp.array([[0.0, 0.0, 3.0, 5.0], [2.0, 6.0, 0.0, 0.0]])
+    trajectory = Transition(
+        observation=jnp.zeros((2, 4)),
+        action=jnp.zeros((2, 4)),
+        reward=jnp.zeros((2, 4)),
+        terminated=done,
+        truncated=jnp.zeros((2, 4), bool),
+        next_observation=jnp.zeros((2, 4)),
+        extras={},
+        info={
+            "episode_return": returns,
+            "episode_length": jnp.where(done, jnp.array([[0, 0, 7, 7], [9, 9, 0, 0]]), 0),
+            "won": jnp.where(done, jnp.array([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0, 0]]), 0),
+        },
+    )
+    metrics = episode_metrics(trajectory, ("won",), agents=2)
+    assert float(metrics["episodes"]) == 2  # games, not the 4 agents' episodes
+    assert float(metrics["episode_return_sum"]) == (3 + 5) / 2 + (2 + 6) / 2  # agents' means
+    assert float(metrics["episode_length_sum"]) == 7 + 9
+    assert float(metrics["info_sum/won"]) == 1  # one game of the two won
+    # Each agent's returns, which the division by the games makes its mean.
+    assert float(metrics["info_sum/episode_return_agent_0"]) == 3 + 2
+    assert float(metrics["info_sum/episode_return_agent_1"]) == 5 + 6
+
+
 def test_iterations_done_reads_one_count_for_every_lane():
     state = rl.LoopState({}, jax.random.key(0), jnp.array([4, 4, 4], jnp.int32))
     assert iterations_done(state) == 4
