@@ -1234,20 +1234,31 @@ def random_scores(r: dict[str, dict]) -> str:
 
 def jaxmarl_baselines(r: dict[str, dict]) -> str:
     """``benchmarks/jaxmarl_baselines.py``: our multi-agent runs beside JaxMARL's own scripts,
-    one row per side and pair."""
-    report = r["jaxmarl_baselines.json"]
+    one row per side and pair (a results file of MPE pairs, or of SMAX pairs with win rates)."""
+    (report,) = r.values()
     config, results = report["config"], report["results"]
     # PQN-trained VDN, recorded under its first name (vdn) before the recurrent VDN took it.
     labels = {"ippo_mpe": ("ippo_ff_mpe.py", "ippo"), "vdn_mpe": ("pqn_vdn_ff.py", "pqn-vdn")}
+    wins = any("final_win_rate_mean" in result["ours"] for result in results.values())
     rows, lines = [], []
     for pair, result in results.items():
         spec = config["pairs"][pair]
-        theirs_label, ours_label = labels.get(pair, (spec["script"], spec["algo"]))
+        theirs_label, ours_label = labels.get(pair, (spec["script"].split("/")[-1], spec["algo"]))
+        if spec.get("ours_config"):
+            ours_label += f"` with `{spec['ours_config'].split('/')[-1]}"
         for side, label in (
             ("theirs", f"JaxMARL {theirs_label}"),
             ("ours", f"`--algo {ours_label}`"),
         ):
-            rows.append(_side_by_side_row(pair, label, result[side]))
+            row = _side_by_side_row(pair, label, result[side])
+            if wins:
+                final = result[side].get("final_win_rate_mean")
+                row.append(
+                    "—"
+                    if not final
+                    else f"{final['point']:.0%} [{final['low']:.0%}, {final['high']:.0%}]"
+                )
+            rows.append(row)
         lines.append(
             f"- `{pair}`: {result['env_steps_per_seed']:,} game steps per seed, "
             f"{config['seeds']} seeds; ours / theirs env-steps/s: "
@@ -1256,11 +1267,22 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
     commit = (config.get("jaxmarl") or {}).get("commit") or "not recorded"
     header = ["pair", "side", "compile s", "run s", "env-steps/s (all seeds)", "mean final "
               "return [95% CI]"]  # fmt: skip
+    if wins:
+        header.append("mean final win rate [95% CI]")
+        about = (
+            "SMAX's 2s3z (5 agents against the heuristic enemy); a return is an agent's (SMAX "
+            "gives a team's agents the same reward), a win rate the fraction of the games that "
+            "ended in an update that the team won"
+        )
+    else:
+        about = (
+            "`MPE_simple_spread_v3` (3 agents); a return is an agent's, averaged over the team "
+            "(theirs divided by the 3 their MPE logger multiplies rewards by)"
+        )
     return (
-        f"`MPE_simple_spread_v3` (3 agents), each side's seeds vmapped in one program, at "
-        f"JaxMARL's configurations (its repository at commit {commit[:12]}); env-steps/s count "
-        "games' steps after compile; a return is an agent's, averaged over the team (theirs "
-        "divided by the 3 their MPE logger multiplies rewards by).\n\n"
+        "Each side's seeds vmapped in one program, at JaxMARL's configurations (its repository "
+        f"at commit {commit[:12]}); env-steps/s count games' steps after compile; {about}. A "
+        "final figure is the mean over a seed's last tenth of updates.\n\n"
         + "\n".join(lines)
         + "\n\n"
         + _table(header, rows)

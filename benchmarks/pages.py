@@ -303,7 +303,17 @@ def pages() -> tuple[Page, ...]:
                         "IPPO and VDN on MPE beside JaxMARL's own scripts",
                         ("jaxmarl_baselines.json",),
                         tables.jaxmarl_baselines,
-                        "python benchmarks/jaxmarl_baselines.py --jaxmarl-dir PATH --size cpu",
+                        "python benchmarks/jaxmarl_baselines.py --jaxmarl-dir PATH --size cpu "
+                        "--pairs ippo_mpe,vdn_mpe",
+                    )
+                ),
+                *_measured(
+                    Section(
+                        "Recurrent MAPPO on SMAX beside JaxMARL's own script",
+                        ("jaxmarl_baselines_smax.json",),
+                        tables.jaxmarl_baselines,
+                        "python benchmarks/jaxmarl_baselines.py --jaxmarl-dir PATH --size cpu "
+                        "--pairs mappo_smax",
                     )
                 ),
                 *_measured(
