@@ -39,6 +39,7 @@ The defaults are PyMARL's QMIX on SMAC (64-unit GRU agents, mixing layer 32, hyp
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -214,8 +215,8 @@ def learner(ctx: AlgorithmContext[RecurrentTeamQConfig], team: RecurrentTeamQ) -
         zero = jnp.zeros((), jnp.int32)
         return LearnerState(params, params, tx.init(params), buffer.init(example), zero, zero)
 
-    def update(state: LearnerState, key):
-        sample = buffer.sample(state.replay, key)
+    def update(stored: replay.ReplayState, state: LearnerState, key):
+        sample = buffer.sample(stored, key)
         grads, metrics = grad(state.params, state.target_params, sample.transitions)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
@@ -227,13 +228,17 @@ def learner(ctx: AlgorithmContext[RecurrentTeamQConfig], team: RecurrentTeamQ) -
             params=params, target_params=target, opt_state=opt_state, updates=count
         ), metrics
 
-    def updates(state: LearnerState, key):
-        return jax.lax.scan(update, state, jax.random.split(key, hp.num_updates))
-
     def learn(state: LearnerState, inputs, key):
         stored = buffer.add(state.replay, team.sequences(inputs[TRAJECTORY], masked))
-        state = state._replace(replay=stored, game_steps=state.game_steps + game_steps)
+        # The buffer is read, never written, by the updates: it stays out of the cond's and the
+        # scan's carries (which XLA may copy: hundreds of MB at JaxMARL's buffer sizes).
+        state = state._replace(replay=None, game_steps=state.game_steps + game_steps)
         ready = jnp.logical_and(buffer.can_sample(stored), state.game_steps >= hp.learning_starts)
+
+        def updates(state: LearnerState, key):
+            step = functools.partial(update, stored)
+            return jax.lax.scan(step, state, jax.random.split(key, hp.num_updates))
+
         shapes = jax.eval_shape(updates, state, key)[1]
 
         def wait(state, key):
@@ -242,6 +247,7 @@ def learner(ctx: AlgorithmContext[RecurrentTeamQConfig], team: RecurrentTeamQ) -
 
         state, metrics = jax.lax.cond(ready, updates, wait, state, key)
         metrics = jax.tree.map(jnp.mean, metrics)
+        state = state._replace(replay=stored)
         return state, {METRICS: {**metrics, "updates": state.updates}}
 
     return fragment(
