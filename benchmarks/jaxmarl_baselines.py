@@ -42,8 +42,8 @@ divided by that number) and their mean with a 95% bootstrap interval over seeds.
     python benchmarks/jaxmarl_baselines.py --jaxmarl-dir /tmp/jaxmarl --size quick  # a check
     python benchmarks/jaxmarl_baselines.py --jaxmarl-dir /tmp/jaxmarl --size cpu \
         --jaxmarl-commit "$(git -C <the clone> rev-parse HEAD)"
-                  # writes benchmarks/results/jaxmarl_baselines.json (the MPE pairs) and
-                  # benchmarks/results/jaxmarl_baselines_smax.json (the SMAX pair)
+                  # writes benchmarks/results/jaxmarl_baselines.json (the MPE pairs),
+                  # jaxmarl_baselines_mappo_smax.json and jaxmarl_baselines_qmix_smax.json
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ PAIRS = {
         steps_per_iteration=128 * 128,
         agents=5,
         per_agent_returns=True,
-        results="jaxmarl_baselines_smax.json",
+        results="jaxmarl_baselines_mappo_smax.json",
     ),
     "qmix_smax": dict(
         script="baselines/QLearning/qmix_rnn.py",
@@ -99,7 +99,7 @@ PAIRS = {
         steps_per_iteration=16 * 128,
         agents=3,
         per_agent_returns=True,
-        results="jaxmarl_baselines_smax.json",
+        results="jaxmarl_baselines_qmix_smax.json",
     ),
 }
 # Budgets in iterations of each pair's own size (by pair), seeds vmapped in one program on each

@@ -1270,7 +1270,7 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
     if wins:
         header.append("mean final win rate [95% CI]")
         about = (
-            "SMAX's 2s3z (5 agents against the heuristic enemy); a return is an agent's (SMAX "
+            "SMAX (against the heuristic enemy); a return is an agent's (SMAX "
             "gives a team's agents the same reward), a win rate the fraction of the games that "
             "ended in an update that the team won"
         )

@@ -310,10 +310,19 @@ def pages() -> tuple[Page, ...]:
                 *_measured(
                     Section(
                         "Recurrent MAPPO on SMAX beside JaxMARL's own script",
-                        ("jaxmarl_baselines_smax.json",),
+                        ("jaxmarl_baselines_mappo_smax.json",),
                         tables.jaxmarl_baselines,
                         "python benchmarks/jaxmarl_baselines.py --jaxmarl-dir PATH --size cpu "
                         "--pairs mappo_smax",
+                    )
+                ),
+                *_measured(
+                    Section(
+                        "QMIX on SMAX beside JaxMARL's own script",
+                        ("jaxmarl_baselines_qmix_smax.json",),
+                        tables.jaxmarl_baselines,
+                        "python benchmarks/jaxmarl_baselines.py --jaxmarl-dir PATH --size cpu "
+                        "--pairs qmix_smax",
                     )
                 ),
                 *_measured(

@@ -28,5 +28,5 @@ def test_an_unknown_pair_is_refused_with_the_valid_ones(tmp_path):
 def test_one_out_file_for_pairs_of_two_results_files_is_refused(tmp_path):
     # The MPE pairs and the SMAX pair are recorded apart (two docs sections).
     proc = _run("--jaxmarl-dir", str(tmp_path), "--out", str(tmp_path / "x.json"))
-    assert proc.returncode == 2 and "jaxmarl_baselines_smax.json" in proc.stderr
+    assert proc.returncode == 2 and "jaxmarl_baselines_mappo_smax.json" in proc.stderr
     assert not (tmp_path / "x.json").exists()
