@@ -170,15 +170,17 @@ def eager_params(algos):
 
 
 def pytest_generate_tests(metafunc):
-    """In a module that names the algorithms it sweeps (``SWEPT``), ``algo`` and
-    ``eager_algo`` run over them (each in the slow tier or not, as above)."""
+    """In a module that names the algorithms it sweeps (``SWEPT``), ``algo`` runs over them
+    and ``eager_algo`` over those it names ``EAGER`` (all of them if none: each in the slow
+    tier or not, as above)."""
     swept = getattr(metafunc.module, "SWEPT", None)
     if swept is None:
         return
     if "algo" in metafunc.fixturenames:
         metafunc.parametrize("algo", algo_params(swept), scope="module")
     if "eager_algo" in metafunc.fixturenames:
-        metafunc.parametrize("eager_algo", eager_params(swept), scope="module")
+        eager = getattr(metafunc.module, "EAGER", swept)
+        metafunc.parametrize("eager_algo", eager_params(eager), scope="module")
 
 
 @pytest.fixture(scope="module")
