@@ -1272,7 +1272,9 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
         about = (
             "SMAX (against the heuristic enemy); a return is an agent's (SMAX "
             "gives a team's agents the same reward), a win rate the fraction of the games that "
-            "ended in an update that the team won"
+            "ended in an update that the team won. One seed a side: with vmapped seeds "
+            "JaxMARL's scripts deadlock XLA:CPU's 2-thread pool in a batched QR (their "
+            "orthogonal initializers), so no interval"
         )
     else:
         about = (
