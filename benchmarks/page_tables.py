@@ -657,7 +657,11 @@ def _side_by_side_row(where: str, label: str, x: dict) -> list[str]:
         _s(x.get("compile_s"), ".1f"),
         _s(x.get("run_s"), ".1f"),
         _rate(x.get("steps_per_s_all_seeds")),
-        "—" if not final else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
+        "—"
+        if not final
+        else f"{final['point']:.2f}"
+        if final["low"] == final["high"]  # one seed: no interval
+        else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
     ]
 
 
@@ -1253,18 +1257,19 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
             row = _side_by_side_row(pair, label, result[side])
             if wins:
                 final = result[side].get("final_win_rate_mean")
-                row.append(
-                    "—"
-                    if not final
-                    else f"{final['point']:.0%} [{final['low']:.0%}, {final['high']:.0%}]"
+                interval = (
+                    "" if config["seeds"] < 2 else f" [{final['low']:.0%}, {final['high']:.0%}]"
                 )
+                row.append("—" if not final else f"{final['point']:.0%}{interval}")
             rows.append(row)
+        seeds = config["seeds"]
         lines.append(
             f"- `{pair}`: {result['env_steps_per_seed']:,} game steps per seed, "
-            f"{config['seeds']} seeds; ours / theirs env-steps/s: "
+            f"{seeds} seed{'s' if seeds > 1 else ''}; ours / theirs env-steps/s: "
             f"{_ratio(result.get('ours_vs_theirs'))}."
         )
     commit = (config.get("jaxmarl") or {}).get("commit") or "not recorded"
+    vmapped = "Each side's seeds vmapped in one program, at" if config["seeds"] > 1 else "At"
     header = ["pair", "side", "compile s", "run s", "env-steps/s (all seeds)", "mean final "
               "return [95% CI]"]  # fmt: skip
     if wins:
@@ -1272,9 +1277,10 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
         about = (
             "SMAX (against the heuristic enemy); a return is an agent's (SMAX "
             "gives a team's agents the same reward), a win rate the fraction of the games that "
-            "ended in an update that the team won. One seed a side: with vmapped seeds "
-            "JaxMARL's scripts deadlock XLA:CPU's 2-thread pool in a batched QR (their "
-            "orthogonal initializers), so no interval"
+            "ended in an update that the team won (JaxMARL's QMIX script logs instead each "
+            "step's last finished game, averaged over the update). One seed a side: with "
+            "vmapped seeds JaxMARL's scripts deadlock XLA:CPU's 2-thread pool in a batched QR "
+            "(their orthogonal initializers), so no interval"
         )
     else:
         about = (
@@ -1282,8 +1288,8 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
             "(theirs divided by the 3 their MPE logger multiplies rewards by)"
         )
     return (
-        "Each side's seeds vmapped in one program, at JaxMARL's configurations (its repository "
-        f"at commit {commit[:12]}); env-steps/s count games' steps after compile; {about}. A "
+        f"{vmapped} JaxMARL's configurations (its repository at commit {commit[:12]}); "
+        f"env-steps/s count games' steps after compile; {about}. A "
         "final figure is the mean over a seed's last tenth of updates.\n\n"
         + "\n".join(lines)
         + "\n\n"
