@@ -38,6 +38,7 @@ theirs as their MPE logger records it, which multiplies each reward by the numbe
 divided by that number) and their mean with a 95% bootstrap interval over seeds.
 ``ours_vs_theirs`` above 1: ours is faster.
 
+    pip install distrax omegaconf flashbax    # what their scripts import (hydra, wandb stubbed)
     git -C <a clone of FLAIROx/JaxMARL> archive HEAD baselines | tar -x -C /tmp/jaxmarl
     python benchmarks/jaxmarl_baselines.py --jaxmarl-dir /tmp/jaxmarl --size quick  # a check
     python benchmarks/jaxmarl_baselines.py --jaxmarl-dir /tmp/jaxmarl --size cpu \
