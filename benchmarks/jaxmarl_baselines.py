@@ -106,7 +106,8 @@ PAIRS = {
     ),
 }
 # Budgets in iterations of each pair's own size (by pair), seeds vmapped in one program on each
-# side. cpu: 1,024,000 game steps per seed for IPPO, 614,400 for VDN.
+# side. cpu: 1,024,000 game steps per seed for IPPO, 614,400 for VDN, 262,144 for MAPPO and
+# 524,288 for QMIX (one seed: ONE_SEED).
 SIZES = {
     "quick": dict(
         iterations={"ippo_mpe": 4, "vdn_mpe": 4, "mappo_smax": 2, "qmix_smax": 8}, seeds=1
