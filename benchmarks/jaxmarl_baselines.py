@@ -16,6 +16,13 @@ it the benchmark says so and exits 0, recording nothing. Pairs (:data:`PAIRS`):
   ``examples/configs/mappo-smax-2s3z.toml``, which is that configuration. Their script returns
   no metrics; its logger's records give each update's return and win rate (a vmapped
   ``io_callback`` calls it once per seed, in the seeds' order).
+* ``qmix_smax``: their ``baselines/QLearning/qmix_rnn.py`` at ``config/alg/ql_rnn_smax.yaml``
+  against ``--algo qmix`` with ``examples/configs/qmix-smax-3m-jaxmarl.toml``, which is that
+  configuration, both sides' agents at 64 units (theirs: 512, hours on a 2-core CPU) on 3m
+  (``theirs_overrides``). Its logger's records, each seed's under ``rng<seed>/``, give each
+  update's return and win rate.
+
+The SMAX pairs run one seed a side (``ONE_SEED`` below says why).
 
 Each side trains in a fresh process of its own, one after the other (theirs first), its seeds
 vmapped in one program, with JAX's persistent compilation cache off:
@@ -117,12 +124,12 @@ SIZES = {
     ),
 }
 TIMEOUT_S = 3600
-ONE_SEED = """The SMAX pairs run one seed a side: with their seeds vmapped, JaxMARL's scripts never
-finish on a 2-core CPU. XLA:CPU runs a batch of QR factorisations (flax's orthogonal initializers
-under the vmap) by splitting it over its thread pool and waiting from inside that pool; with 2
-threads both end up waiting (seen in gdb: two tf_XLAEigen threads in lapack_sgeqrf_ffi's
-ParallelBatchMap, the main thread in BlockUntilReady, no CPU used). This project's own
-initializer runs such QRs one after another for that reason (fragments.layers.orthogonal)."""
+# ONE_SEED: the SMAX pairs run one seed a side: with their seeds vmapped, JaxMARL's scripts never
+# finish on a 2-core CPU. XLA:CPU runs a batch of QR factorisations (flax's orthogonal initializers
+# under the vmap) by splitting it over its thread pool and waiting from inside that pool; with 2
+# threads both end up waiting (seen in gdb: two tf_XLAEigen threads in lapack_sgeqrf_ffi's
+# ParallelBatchMap, the main thread in BlockUntilReady, no CPU used). This project's own
+# initializer runs such QRs one after another for that reason (fragments.layers.orthogonal).
 
 THEIRS = r"""
 import json, sys, time, types

@@ -650,19 +650,25 @@ ENV_CRAFTAX = "Craftax-Classic-Symbolic-v1"
 def _side_by_side_row(where: str, label: str, x: dict) -> list[str]:
     """One side of a benchmark beside another project's script: compile and run seconds,
     env-steps/s over all seeds, and the mean final return with its interval."""
-    final = x.get("final_return_mean")
     return [
         where,
         label,
         _s(x.get("compile_s"), ".1f"),
         _s(x.get("run_s"), ".1f"),
         _rate(x.get("steps_per_s_all_seeds")),
-        "—"
-        if not final
-        else f"{final['point']:.2f}"
-        if final["low"] == final["high"]  # one seed: no interval
-        else f"{final['point']:.2f} [{final['low']:.2f}, {final['high']:.2f}]",
+        _estimate(x.get("final_return_mean"), ".2f"),
     ]
+
+
+def _estimate(final: dict | None, spec: str) -> str:
+    """A mean over seeds with its interval, ``—`` if none was recorded; the point alone where
+    the interval is a point (one seed)."""
+    if not final:
+        return "—"
+    point = format(final["point"], spec)
+    if final["low"] == final["high"]:
+        return point
+    return f"{point} [{format(final['low'], spec)}, {format(final['high'], spec)}]"
 
 
 def craftax_baseline(r: dict[str, dict]) -> str:
@@ -1256,11 +1262,7 @@ def jaxmarl_baselines(r: dict[str, dict]) -> str:
         ):
             row = _side_by_side_row(pair, label, result[side])
             if wins:
-                final = result[side].get("final_win_rate_mean")
-                interval = (
-                    "" if config["seeds"] < 2 else f" [{final['low']:.0%}, {final['high']:.0%}]"
-                )
-                row.append("—" if not final else f"{final['point']:.0%}{interval}")
+                row.append(_estimate(result[side].get("final_win_rate_mean"), ".0%"))
             rows.append(row)
         seeds = config["seeds"]
         lines.append(
