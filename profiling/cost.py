@@ -13,7 +13,9 @@ make its raw answer unfit to read as is:
   run time (the ``scan`` plan's chunk length) stays counted once: that program's cost is then one
   pass of its loop body, which for the ``scan`` plan is one iteration.
 
-Loops inside a ``conditional``'s branches are left as XLA counts them (once).
+XLA costs a ``conditional`` as its costliest branch. Loops inside branches are re-costed as loops
+reached through a ``call`` are: a learner's loop of gradient steps under ``lax.cond`` (an
+off-policy learner waiting for ``learning_starts``) counts as running, the run's steady state.
 """
 
 from __future__ import annotations
@@ -100,6 +102,10 @@ _HEADER = re.compile(r"^(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*\(", re.MULTI
 _WHILE = re.compile(r"\swhile\(.*?condition=%?(?P<cond>[\w.\-]+), body=%?(?P<body>[\w.\-]+)")
 _TRIPS = re.compile(r'"known_trip_count":\{"n":"(?P<n>\d+)"\}')
 _CALL = re.compile(r"\scall\(.*?to_apply=%?(?P<callee>[\w.\-]+)")
+_BRANCHES = re.compile(
+    r"\sconditional\(.*?(?:branch_computations=\{(?P<names>[^}]*)\}|"
+    r"true_computation=%?(?P<true>[\w.\-]+), false_computation=%?(?P<false>[\w.\-]+))"
+)
 _NAME = re.compile(r"%([\w.\-]+)")
 _FRAME = re.compile(r"\s*stack_frame_id=\d+")
 
@@ -117,7 +123,9 @@ class _Module:
         self.header, self.blocks, self.entry = header, blocks, entry
         self.loops = {name: _loops(block) for name, block in blocks.items()}
         self.loops = {name: loops for name, loops in self.loops.items() if loops}
-        self.calls = {name: _CALL.findall(block) for name, block in blocks.items()}
+        self.calls = {
+            name: _CALL.findall(block) + _branches(block) for name, block in blocks.items()
+        }
 
     @classmethod
     def parse(cls, text: str) -> _Module:
@@ -154,7 +162,8 @@ class _Module:
         return flops, bytes_
 
     def _reachable_loops(self, name: str) -> list[_Loop]:
-        """Loops run by ``name`` itself or by computations it calls (``call``, not loops)."""
+        """Loops run by ``name`` itself or by computations it calls (``call`` and ``conditional``
+        branches, not loops)."""
         found, seen, todo = [], set(), [name]
         while todo:
             current = todo.pop()
@@ -182,6 +191,17 @@ class _Module:
             block = _FRAME.sub("", block)  # the stack frame table is not copied
             parts.append(("ENTRY " if name == entry else "") + block)
         return "\n\n".join([header, *parts]) + "\n"
+
+
+def _branches(block: str) -> list[str]:
+    """The branch computations of every ``conditional`` in ``block``."""
+    names = []
+    for match in _BRANCHES.finditer(block):
+        if match["names"]:
+            names.extend(n.strip().lstrip("%") for n in match["names"].split(",") if n.strip())
+        else:
+            names.extend((match["true"], match["false"]))
+    return names
 
 
 def _loops(block: str) -> list[_Loop]:

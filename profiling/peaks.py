@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -121,6 +122,8 @@ COPY_ELEMENTS = 16 * 2**20  # 64 MiB of float32 read and 64 MiB written a pass
 CACHE_ELEMENTS = 16 * 2**10  # 64 KiB: in the L2 cache of any CPU this runs on
 CACHE_PASSES = 2000
 REPEATS = 5
+CPU_FIELDS = ("flops_s", "cache_bytes_s", "memory_bytes_s")
+RELOAD_BELOW = 1.0  # an entry measured at a 1-min load this much above today's is measured again
 
 
 def cache_path() -> Path:
@@ -146,26 +149,12 @@ def machine_key() -> str:
 def cpu_peak(cache: Path | None = None) -> Peak:
     """This CPU's roofs: read from ``cache`` (default :func:`cache_path`) if measured before for
     this :func:`machine_key`, else measured (:func:`measure_cpu`) and written there."""
-    path = cache or cache_path()
-    key = machine_key()
-    try:
-        known = json.loads(path.read_text())
-    except (OSError, ValueError):
-        known = {}
-    entry = known.get(key) if isinstance(known, dict) else None
-    if not entry or "memory_bytes_s" not in entry:
+
+    def measure() -> dict[str, float]:
         flops_s, cache_s, memory_s = measure_cpu()
-        date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-        entry = {"flops_s": flops_s, "cache_bytes_s": cache_s, "memory_bytes_s": memory_s}
-        entry["measured"] = date
-        known = {**(known if isinstance(known, dict) else {}), key: entry}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(known, indent=2) + "\n")
-            tmp.replace(path)
-        except OSError:  # a read-only home: measured again next time, nothing worse
-            pass
+        return {"flops_s": flops_s, "cache_bytes_s": cache_s, "memory_bytes_s": memory_s}
+
+    entry = cached(cache or cache_path(), machine_key(), measure, CPU_FIELDS)
     # XLA counts the bytes every operation reads and writes, most of which a small RL program
     # finds in the cache: the roof is the faster of the two bandwidths, so that no program can
     # beat it (a roofline stays a lower bound on time). Main memory's figure is kept beside it.
@@ -175,6 +164,34 @@ def cpu_peak(cache: Path | None = None) -> Peak:
         f"{entry['memory_bytes_s'] / 1e9:.1f} GB/s"
     )
     return Peak("cpu", entry["flops_s"], bandwidth, source)
+
+
+def cached(path: Path, key: str, measure: Callable[[], dict], fields: Iterable[str]) -> dict:
+    """The entry ``key`` of the JSON file ``path``, or ``measure()``'s dict written there first
+    when the file lacks it or one of its ``fields``. An entry is stamped with the date
+    (``measured``) and the 1-minute load average (``load``). A measurement taken while other work
+    loaded the cores reads the machine as slower than it is, so an entry taken at a load
+    :data:`RELOAD_BELOW` or more above the present one is measured again."""
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    known = known if isinstance(known, dict) else {}
+    entry = known.get(key)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    stale = not isinstance(entry, dict) or any(f not in entry for f in ("measured", *fields))
+    if stale or entry.get("load", float("inf")) - load >= RELOAD_BELOW:
+        entry = measure()
+        entry["measured"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+        entry["load"] = load
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**known, key: entry}, indent=2) + "\n")
+            tmp.replace(path)
+        except OSError:  # a read-only home: measured again next time, nothing worse
+            pass
+    return entry
 
 
 def measure_cpu() -> tuple[float, float, float]:
@@ -189,18 +206,19 @@ def measure_cpu() -> tuple[float, float, float]:
     cpu = jax.devices("cpu")[0]
     a = jax.device_put(jnp.ones((MATMUL_N, MATMUL_N), jnp.float32), cpu)
     matmul = jax.jit(lambda x: x @ x).lower(a).compile()
-    flops = 2.0 * MATMUL_N**3 / _best(matmul, a)
+    flops = 2.0 * MATMUL_N**3 / best_seconds(matmul, a)
     rates = []
     for elements, passes in ((CACHE_ELEMENTS, CACHE_PASSES), (COPY_ELEMENTS, 1)):
         x = jax.device_put(jnp.ones((elements,), jnp.float32), cpu)
         program = jax.jit(
             lambda v, n=passes: jax.lax.fori_loop(0, n, lambda _, y: y * 1.0001 + 1.0, v)
         )
-        rates.append(2.0 * 4 * elements * passes / _best(program.lower(x).compile(), x))
+        rates.append(2.0 * 4 * elements * passes / best_seconds(program.lower(x).compile(), x))
     return flops, rates[0], rates[1]
 
 
-def _best(program, arg) -> float:
+def best_seconds(program, arg) -> float:
+    """The fastest of :data:`REPEATS` calls of ``program(arg)`` after a warm-up call."""
     program(arg).block_until_ready()  # warm: pages touched, threads started
     best = float("inf")
     for _ in range(REPEATS):
@@ -210,4 +228,13 @@ def _best(program, arg) -> float:
     return best
 
 
-__all__ = ["GPU_PEAKS", "H100", "GpuSpec", "Peak", "cpu_peak", "device_peak", "gpu_spec"]
+__all__ = [
+    "GPU_PEAKS",
+    "H100",
+    "GpuSpec",
+    "Peak",
+    "cached",
+    "cpu_peak",
+    "device_peak",
+    "gpu_spec",
+]

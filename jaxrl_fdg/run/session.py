@@ -17,6 +17,7 @@ from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.profiling import Timings, bound, chart, scope_overhead, summarize, trace
+from jaxrl_fdg.profiling.overheads import device_overheads
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, user_scope_names
 from jaxrl_fdg.run import metrics as metric_rows
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError, check_metrics, find_non_finite
@@ -268,7 +269,9 @@ class Session:
         if events:
             scopes = {f.name for f in loop.graph.fragments} | user_scope_names()
             programs = [c.as_text() for c in self.plan.compiled.values()]
-            attribution, events = trace.attribute(events, programs, scopes)
+            costs = device_overheads()  # the profiler's own cost per event is taken off
+            tracer_s = costs.tracer_s if costs is not None else 0.0
+            attribution, events = trace.attribute(events, programs, scopes, tracer_s)
         overhead = scope_overhead(self.timings.mode) if self.timings.enabled else 0.0
         timing = summarize(self.timings, run_seconds, overhead=overhead, attribution=attribution)
         timing["profiler_session_s"] = self.session
@@ -319,12 +322,19 @@ def _in_iterations(steps: int, steps_per_iteration: int) -> int:
 
 
 def _split_for_trace(chunks: list[int], size: int) -> tuple[list[int], int]:
-    """Carve a chunk of ``size`` iterations out of the second chunk (the first, if alone), so the
-    profiler window is short and follows a warm-up. Boundaries never change results."""
-    i = 1 if len(chunks) > 1 else 0
+    """Carve a chunk of ``size`` iterations out of the run's middle (the chunk holding its middle
+    iteration, from that iteration on, or where the chunk ends first from ``size`` before its
+    end), so the profiler window is short, follows a warm-up, and sees the run's steady state:
+    an off-policy learner that starts after ``learning_starts`` steps is learning by then, where
+    the run's start may still be filling the buffer. Boundaries never change results."""
+    middle, i, before = sum(chunks) // 2, 0, 0
+    while before + chunks[i] <= middle and i < len(chunks) - 1:
+        before += chunks[i]
+        i += 1
     n = min(size, chunks[i])
-    pieces = [n] + ([chunks[i] - n] if chunks[i] > n else [])
-    return chunks[:i] + pieces + chunks[i + 1 :], i
+    lead = min(middle - before, chunks[i] - n)
+    pieces = [p for p in (lead, n, chunks[i] - lead - n) if p]
+    return chunks[:i] + pieces + chunks[i + 1 :], i + (lead > 0)
 
 
 def _chunks(start: int, stop: int, size: int) -> list[int]:

@@ -42,6 +42,22 @@ def test_a_loop_body_is_counted_its_trip_count_times(operands):
     assert raw["flops"] < got.flops / 2  # XLA's own count charges the body once
 
 
+def test_a_loop_under_a_conditional_is_counted_its_trip_count_times(operands):
+    a, b, c = operands
+
+    def learner(x, y, z, ready):  # gradient steps under lax.cond, as after learning_starts
+        def learn(h):
+            return jax.lax.scan(lambda g, _: (jnp.tanh(g @ z), None), h, None, length=T)[0]
+
+        return jax.lax.cond(ready, learn, lambda h: h, x @ y)
+
+    compiled = jax.jit(learner).lower(a, b, c, True).compile()
+    got = cost.program_cost(compiled)
+    expected = 2 * M * N * K + T * 2 * M * N * N  # the branch that loops counts as running
+    assert got.loops == "trip counts"
+    assert expected <= got.flops < expected * 1.01
+
+
 def test_a_loop_of_run_time_length_is_counted_once(operands):
     a, _, c = operands
 

@@ -73,3 +73,16 @@ def test_a_damaged_cache_is_measured_again(tmp_path, monkeypatch):
 def test_the_measurement_gives_positive_rates():
     flops, cache, memory = peaks.measure_cpu()
     assert flops > 0 and cache > 0 and memory > 0
+
+
+def test_an_entry_measured_under_load_is_measured_again_once_the_load_falls(tmp_path, monkeypatch):
+    rates = iter([(1e9, 2e9, 3e9), (5e9, 2e9, 3e9)])
+    monkeypatch.setattr(peaks, "measure_cpu", lambda: next(rates))
+    path = tmp_path / "peaks.json"
+    monkeypatch.setattr(peaks.os, "getloadavg", lambda: (2.5, 0.0, 0.0))
+    assert peaks.cpu_peak(path).flops_s == 1e9  # measured while something else ran
+    monkeypatch.setattr(peaks.os, "getloadavg", lambda: (2.0, 0.0, 0.0))
+    assert peaks.cpu_peak(path).flops_s == 1e9  # the load fell by less than RELOAD_BELOW
+    monkeypatch.setattr(peaks.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
+    assert peaks.cpu_peak(path).flops_s == 5e9  # quiet now: measured again, and kept
+    assert json.loads(path.read_text())[peaks.machine_key()]["load"] == 0.2

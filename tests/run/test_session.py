@@ -135,5 +135,10 @@ def test_pace_sizes_pieces_to_run_about_its_seconds():
 
 def test_chunks_keep_to_the_grid_and_the_trace_window_follows_a_warm_up():
     assert _chunks(0, 7, 3) == [3, 3, 1] and _chunks(5, 5, 2) == []
-    assert _split_for_trace([4, 4], 2) == ([4, 2, 2], 1)  # carved out of the second chunk
-    assert _split_for_trace([5], 2) == ([2, 3], 0)  # alone: out of the first
+    assert _split_for_trace([4, 4], 2) == ([4, 2, 2], 1)  # from the middle iteration on
+    assert _split_for_trace([4, 4, 4, 4, 3], 2) == ([4, 4, 1, 2, 1, 4, 3], 3)  # 9 of 19
+    assert _split_for_trace([10], 2) == ([5, 2, 3], 1)  # one chunk: cut in three
+    assert _split_for_trace([5], 2) == ([2, 2, 1], 1)
+    assert _split_for_trace([3, 3], 2) == ([3, 2, 1], 1)
+    assert _split_for_trace([4, 2], 2) == ([2, 2, 2], 1)  # the chunk ends first: its last two
+    assert _split_for_trace([1], 2) == ([1], 0)
