@@ -118,12 +118,21 @@ def roofline_line(r: dict) -> str:
     def ms(seconds: float | None) -> str:  # a roofline is None where no peak is known
         return _num(None if seconds is None else seconds * 1e3)
 
-    return "; ".join(
-        f"{name}: {ms(c['measured_iteration_s'])} ms an iteration measured, roofline "
-        f"{ms(c['predicted_here_iteration_s'])} ms here, "
-        f"{ms(c['predicted_h100_iteration_s'])} ms on an H100"
-        for name, c in r["results"].items()
-    )
+    def line(name: str, c: dict) -> str:
+        if "roofline_here_iteration_s" not in c:  # a record from before the overhead model
+            return (
+                f"{name}: {ms(c['measured_iteration_s'])} ms an iteration measured, roofline "
+                f"{ms(c['predicted_here_iteration_s'])} ms here, "
+                f"{ms(c['predicted_h100_iteration_s'])} ms on an H100"
+            )
+        return (
+            f"{name}: {ms(c['measured_iteration_s'])} ms an iteration measured, predicted "
+            f"{ms(c['predicted_here_iteration_s'])} ms here (roofline "
+            f"{ms(c['roofline_here_iteration_s'])}), predicted on H100 "
+            f"{ms(c['predicted_h100_iteration_s'])} ms (assumed costs)"
+        )
+
+    return "; ".join(line(name, c) for name, c in r["results"].items())
 
 
 LINES = {

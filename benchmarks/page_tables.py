@@ -340,6 +340,89 @@ def warm_start(r: dict[str, dict]) -> str:
     )
 
 
+def roofline(r: dict[str, dict]) -> str:
+    """Measured against predicted time per iteration, the breakdown by operation class, and the
+    check of the GPU model against an H100 record."""
+    report = r["roofline.json"]
+    results = report["results"]
+
+    def ms(seconds: float | None) -> str:
+        return "—" if seconds is None else f"{seconds * 1e3:.3g}"
+
+    rows = []
+    for run, x in results.items():
+        measured, roof = x["measured_iteration_s"], x["roofline_here_iteration_s"]
+        rows.append(
+            [
+                f"`{run}`",
+                ms(measured),
+                ms(roof),
+                ms(x["predicted_here_iteration_s"]),
+                "—" if not roof else f"{measured / roof:.1f}×",
+                f"{x['ops_per_iteration']:,.0f}" if x["ops_per_iteration"] else "—",
+                ms(x["predicted_h100_iteration_s"]),
+            ]
+        )
+    first = next(iter(results.values()))
+    here, gpu = first["overheads"], first["h100_overheads"]
+    text = (
+        f"`--profile sync` gives the measured time; `--profile trace` counts the operations an "
+        f"iteration executes. Predicted = roofline + operations × {here['op_s'] * 1e6:.2g} µs + "
+        f"launches × {here['launch_s'] * 1e6:.2g} µs ({here['source']}). On an H100: the "
+        f"datasheet's roofline + the same operations × {gpu['op_s'] * 1e6:.2g} µs + launches × "
+        f"{gpu['launch_s'] * 1e6:.2g} µs ({gpu['source']}).\n\n"
+        + _table(
+            [
+                "run",
+                "measured ms/it",
+                "roofline ms/it",
+                "predicted ms/it",
+                "measured / roofline",
+                "ops/it",
+                "predicted on H100 ms/it",
+            ],
+            rows,
+        )
+    )
+    classes: list[str] = []
+    for x in results.values():
+        classes += [c for c in (x.get("breakdown") or {}) if c not in classes]
+    shares = []
+    for run, x in results.items():
+        parts = x.get("breakdown") or {}
+        total = sum(p["s"] for p in parts.values()) or 1.0
+        shares.append(
+            [f"`{run}`"]
+            + [f"{100 * parts[c]['s'] / total:.0f}%" if c in parts else "—" for c in classes]
+        )
+    if classes:
+        text += (
+            "\n\nOne iteration by operation class: the trace window's time per class (less the "
+            "profiler's cost per event) as shares of the measured time left after the host's "
+            "dispatch and the operations' floors.\n\n" + _table(["run", *classes], shares)
+        )
+    check = report.get("h100_check")
+    if check:
+        lines = [
+            [
+                f"`{run}`",
+                ms(c["measured_s"]),
+                ms(c["predicted_s"]),
+                f"{c['measured_over_predicted']:.2f}",
+            ]
+            for run, c in check["runs"].items()
+        ]
+        text += (
+            f"\n\nThe GPU model against the H100 record `{check['record']}` ({check['date']}): "
+            "measured there, predicted here for the same configuration from this CPU program's "
+            "operation count (XLA fuses differently on a GPU).\n\n"
+            + _table(
+                ["run", "measured on H100 ms/it", "predicted ms/it", "measured / predicted"], lines
+            )
+        )
+    return text
+
+
 def compile_options(r: dict[str, dict]) -> str:
     report = r["compile_options.json"]
     rows = []

@@ -206,6 +206,12 @@ def pages() -> tuple[Page, ...]:
                     "--fusion step --total-steps 51200",
                 ),
                 Section(
+                    "Where an iteration goes, against the roofline",
+                    ("roofline.json",),
+                    tables.roofline,
+                    "python benchmarks/roofline.py --algos ppo,dqn,sac --fusion scan",
+                ),
+                Section(
                     "The `loop` share of a trace: ours, a hand-written scan, a reproducer",
                     ("loop_share.json",),
                     tables.loop_share,

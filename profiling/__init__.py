@@ -1,6 +1,6 @@
 """Timing: scopes per fragment and program, compile time, device time, overhead correction."""
 
-from jaxrl_fdg.profiling import bound, chart, cost, peaks, trace
+from jaxrl_fdg.profiling import bound, chart, cost, ops, overheads, peaks, trace
 from jaxrl_fdg.profiling.report import machine_info, summarize, summary_table, write_report
 from jaxrl_fdg.profiling.timers import (
     MODES,
@@ -24,6 +24,8 @@ __all__ = [
     "cost",
     "install_compile_listener",
     "machine_info",
+    "ops",
+    "overheads",
     "peaks",
     "scope",
     "scope_overhead",

@@ -231,9 +231,11 @@ def summary_table(summary: dict[str, Any], title: str = "where the time went") -
     console = Console(width=110, record=True, file=_Null())
     console.print(table)
     if summary.get("bound"):
-        from jaxrl_fdg.profiling.bound import bound_table
+        from jaxrl_fdg.profiling.bound import bound_table, breakdown_table
 
         console.print(bound_table(summary["bound"]))
+        if summary["bound"].get("breakdown"):
+            console.print(breakdown_table(summary["bound"]["breakdown"]))
     elif summary["mode"] == "host":
         console.print(
             "bound analysis (FLOPs, bytes, % of peak, compute/memory/overhead, H100 prediction): "

@@ -26,13 +26,14 @@ from typing import Any
 
 import jax
 
+from jaxrl_fdg.profiling import ops
+
+_OP_NAME = re.compile(r'op_name="(?P<op_name>[^"]*)"')
+_WRAPPED = re.compile(r"^(?:[\w.-]+\()+([^()]*)\)+$")
+
 # Device time under no known scope: while-loop control and the carry copies XLA inserts, key
 # splits, trajectory and metric buffers. Measured on PPO/CartPole it is mostly `copy` ops.
 LOOP = "loop"
-_CONTROL_FLOW = {"while", "conditional", "call", "async-start", "async-done"}
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[^\s=]+)\s*=\s*(?P<rest>.*)$")
-_OP_NAME = re.compile(r'op_name="(?P<op_name>[^"]*)"')
-_WRAPPED = re.compile(r"^(?:[\w.-]+\()+([^()]*)\)+$")
 _MODULE = re.compile(r"^HloModule\s+(?P<module>[^\s,]+)", re.MULTILINE)
 
 
@@ -40,6 +41,7 @@ _MODULE = re.compile(r"^HloModule\s+(?P<module>[^\s,]+)", re.MULTILINE)
 class Instruction:
     opcode: str
     op_name: str
+    op_class: str | None = None  # :data:`ops.CLASSES`; None for control flow and non-operations
 
 
 def index_program(hlo_text: str) -> tuple[str, dict[str, Instruction]]:
@@ -47,31 +49,15 @@ def index_program(hlo_text: str) -> tuple[str, dict[str, Instruction]]:
     module = _MODULE.search(hlo_text)
     if module is None:
         raise ValueError("not the text of a compiled HLO module (no 'HloModule' header)")
+    program = ops.Program(hlo_text)
     instructions = {}
-    for line in hlo_text.splitlines():
-        match = _INSTRUCTION.match(line)
-        if not match:
-            continue
-        op_name = _OP_NAME.search(match["rest"])
-        instructions[match["name"]] = Instruction(
-            _opcode(match["rest"]), op_name["op_name"] if op_name else ""
-        )
+    for computation in program.computations.values():
+        for name, opcode, rest in computation:
+            op_name = _OP_NAME.search(rest)
+            instructions[name] = Instruction(
+                opcode, op_name["op_name"] if op_name else "", program.op_class(opcode, rest)
+            )
     return module["module"], instructions
-
-
-def _opcode(rest: str) -> str:
-    """The opcode of ``<shape> <opcode>(operands), attrs``; tuple shapes contain parentheses."""
-    if rest.startswith("("):
-        depth, end = 0, len(rest)
-        for position, ch in enumerate(rest):
-            depth += (ch == "(") - (ch == ")")
-            if depth == 0:
-                end = position + 1
-                break
-    else:
-        end = rest.find(" ")
-    tail = rest[end:].lstrip()
-    return tail.split("(", 1)[0].strip()
 
 
 @dataclass
@@ -89,6 +75,10 @@ class Attribution:
       annotations: ``{name: n}``; host events (the timing layer's scopes among them) by name,
         so ``annotations["scan"]`` is how many times the ``scan`` program was called in the
         window.
+      classes: ``{op class: s}`` (:data:`ops.CLASSES`), each event less the profiler's own cost
+        per event (``tracer_s`` of :func:`attribute`).
+      class_ops: ``{op class: n}``, operations executed in the window.
+      module_ops: ``{hlo module: n}``, operations each compiled program executed in the window.
     """
 
     exclusive: dict[str, float] = field(default_factory=dict)
@@ -98,6 +88,9 @@ class Attribution:
     ops: int = 0
     modules: dict[str, float] = field(default_factory=dict)
     annotations: dict[str, int] = field(default_factory=dict)
+    classes: dict[str, float] = field(default_factory=dict)
+    class_ops: dict[str, int] = field(default_factory=dict)
+    module_ops: dict[str, int] = field(default_factory=dict)
 
     @property
     def device_busy(self) -> float:
@@ -112,6 +105,8 @@ class Attribution:
             "device_busy": self.device_busy,
             "ops": self.ops,
             "device_by_module_s": self.modules,
+            "device_by_op_class_s": self.classes,
+            "ops_by_class": self.class_ops,
         }
 
 
@@ -119,13 +114,16 @@ def attribute(
     events: Iterable[Mapping[str, Any]],
     programs: Iterable[str],
     scopes: Iterable[str],
+    tracer_s: float = 0.0,
 ) -> tuple[Attribution, list[dict[str, Any]]]:
-    """Split device op time among ``scopes``.
+    """Split device op time among ``scopes``, and among operation classes.
 
     Args:
       events: Chrome-trace events (``ph == "X"``, microsecond ``ts``/``dur``).
       programs: compiled programs' HLO text (``Compiled.as_text()``).
       scopes: the scope names to attribute to (fragment names and user scopes).
+      tracer_s: what tracing adds to each operation's event (:mod:`.overheads`), taken off each
+        event's time in :attr:`Attribution.classes`.
     Returns:
       The attribution, and the events with a ``scope`` added to each attributed op's ``args``.
     """
@@ -150,11 +148,16 @@ def attribute(
             name = event.get("name", "")
             result.annotations[name] = result.annotations.get(name, 0) + 1
         instruction = index.get(args.get("hlo_module"), {}).get(args.get("hlo_op"))
-        if instruction is None or instruction.opcode in _CONTROL_FLOW:
+        if instruction is None or instruction.opcode in ops.CONTROL_FLOW:
             continue
         seconds = event.get("dur", 0.0) * 1e-6
         module = args["hlo_module"]
         result.modules[module] = result.modules.get(module, 0.0) + seconds
+        kind = instruction.op_class
+        if kind is not None:
+            result.classes[kind] = result.classes.get(kind, 0.0) + max(seconds - tracer_s, 0.0)
+            result.class_ops[kind] = result.class_ops.get(kind, 0) + 1
+            result.module_ops[module] = result.module_ops.get(module, 0) + 1
         path = [name for name in _scope_names(instruction.op_name) if name in known]
         innermost = path[-1] if path else LOOP
         result.exclusive[innermost] = result.exclusive.get(innermost, 0.0) + seconds
