@@ -15,6 +15,7 @@ whose files disagree with its manifest, or which has none and fails to restore, 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -59,10 +60,6 @@ class Checkpointer:
     ):
         """``primary``: this process writes what is one per checkpoint (the manifest) and
         deletes; in a run across processes every process saves and restores its own shards."""
-        import orbax.checkpoint as ocp  # imported when a run writes or reads checkpoints
-
-        self._ocp = ocp
-        quiet.drop_closed_loop_reports()
         self.directory = Path(directory).absolute()
         if self.directory.exists() and not self.directory.is_dir():
             raise ConfigError(
@@ -71,16 +68,30 @@ class Checkpointer:
             )
         self.config = dict(config) if config is not None else None
         self.primary = primary
+        self.keep = keep
         self.versions = versions.current(self.config)
         self.skipped: list[tuple[int, str]] = []  # what the last restore passed over, and why
         self._failed = False
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    @functools.cached_property
+    def _ocp(self) -> Any:
+        """orbax.checkpoint, imported on the first read or write (about 0.2 s that a run would
+        otherwise spend before its first iteration; its first save is usually its last)."""
+        import orbax.checkpoint as ocp
+
+        quiet.drop_closed_loop_reports()
+        return ocp
+
+    @functools.cached_property
+    def _manager(self) -> Any:
         # Saving blocks until the checkpoint is on disk either way (``save``); orbax's
         # asynchronous saving would add threads that wait for its folder to be made, which a
         # failed mkdir leaves waiting ~300 s at exit (a file named ``checkpoints``).
-        options = ocp.CheckpointManagerOptions(
-            max_to_keep=keep, create=True, enable_async_checkpointing=False
+        options = self._ocp.CheckpointManagerOptions(
+            max_to_keep=self.keep, create=True, enable_async_checkpointing=False
         )
-        self._manager = ocp.CheckpointManager(self.directory, options=options)
+        return self._ocp.CheckpointManager(self.directory, options=options)
 
     def save(self, state: LoopState) -> int:
         """Write ``state`` (blocking until it is on disk); returns the iteration saved."""
@@ -242,6 +253,8 @@ class Checkpointer:
             self._manager.reload()
 
     def close(self) -> None:
+        if "_manager" not in self.__dict__:  # never opened: nothing to finish
+            return
         try:
             with quiet.orbax_logs():
                 self._manager.close()
