@@ -35,6 +35,8 @@ import jaxrl_fdg as rl  # noqa: E402
 from jaxrl_fdg.profiling import write_report  # noqa: E402
 
 MODES = ("scan", "iteration", "fragment", "step")
+# Iterations per run by default: on this CPU, a few seconds of each algorithm's steady state.
+ITERATIONS = {"ppo": 400, "a2c": 1000, "dqn": 1000, "pqn": 200}
 H100_RECORD = Path(__file__).parent / "results" / "accelerator-nvidia-h100-80gb-hbm3.json"
 
 
@@ -95,7 +97,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algos", default="ppo,dqn", help="comma-separated algorithms, or all")
     parser.add_argument("--fusion", default="scan,fragment", help="comma-separated modes")
-    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        help="iterations per run (default: per algorithm, ITERATIONS, else 40): enough that the "
+        "run's start and its host boundaries weigh little in the time per iteration",
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "roofline.json"))
     parser.add_argument(
         "--h100-record",
@@ -111,7 +118,8 @@ def main() -> None:
     results = {}
     for algo in algos:
         for fusion in modes:
-            entry = results[f"{algo}/{fusion}"] = measure(algo, fusion, args.iterations)
+            n = args.iterations or ITERATIONS.get(algo, 40)
+            entry = results[f"{algo}/{fusion}"] = measure(algo, fusion, n)
             print(
                 f"{algo}/{fusion}: {entry['measured_iteration_s'] * 1e3:.3f} ms an iteration "
                 f"measured; predicted {_ms(entry['predicted_here_iteration_s'])} ms here "
@@ -119,7 +127,8 @@ def main() -> None:
                 f"{_ms(entry['predicted_h100_iteration_s'])} ms (assumed costs)",
                 flush=True,
             )
-    config = {"algos": algos, "fusion": modes, "iterations": args.iterations}
+    iterations = {a: args.iterations or ITERATIONS.get(a, 40) for a in algos}
+    config = {"algos": algos, "fusion": modes, "iterations": iterations}
     check = h100_check(results, Path(args.h100_record))
     write_report(args.out, "roofline", config, results, h100_check=check)
 
