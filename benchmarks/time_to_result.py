@@ -47,9 +47,11 @@ the same span hold about as many episodes for every tool.
   less its own ``wall_s``), which holds the compile; ``compile_s`` only where the run ended on
   its own (``summary.json``).
 * ``jaxrl-fdg-tuned``: the same command with ``--config`` the task's file in
-  ``examples/configs/`` (``ppo-cartpole.toml``, ``sac-pendulum.toml``; MinAtar has none) and
-  ``--log-every`` set so that its rows span the same window (:func:`tuned_log_every`), the
-  rl-zoo3 baselines' counterpart: settings chosen for the task.
+  ``examples/configs/`` (``ppo-cartpole.toml``, ``sac-pendulum.toml``,
+  ``ppo-minatar-breakout.toml``) and ``--log-every`` set so that its rows span the same window
+  (:func:`tuned_log_every`), the rl-zoo3 baselines' counterpart: settings chosen for the task.
+  MinAtar's file holds the settings its defaults row runs (PureJaxRL's, with the MLP), so its
+  tuned row repeats that one and its warm row is what a second run of them meets.
 * ``jaxrl-fdg-tuned-warm``: the tuned command again, its caches filled by one run of the same
   command that was stopped at its first row: JAX's compilation cache and the executable cache
   (:mod:`jaxrl_fdg.run.executables`, whose key holds the seed, which the command repeats). Both
@@ -174,7 +176,7 @@ TASKS = {
         None,
         "PPO, PureJaxRL's MinAtar settings, a 64-64 MLP on the flat board",
         "PPO, PureJaxRL's MinAtar settings, an MLP on the flat board",
-        None,
+        "examples/configs/ppo-minatar-breakout.toml",
     ),
 }
 
@@ -384,7 +386,7 @@ def run_ours(task: str, seed: int, budget_s: float, tool: str = "jaxrl-fdg") -> 
     with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as cache:
         out = Path(out)
         command = [sys.executable, "-m", "jaxrl_fdg", "train", "--algo", t.algo]
-        if task == "minatar":
+        if task == "minatar" and tool == "jaxrl-fdg":
             config = out / "minatar.json"
             config.write_text(json.dumps(our_settings(task)))
             command += ["--config", str(config)]

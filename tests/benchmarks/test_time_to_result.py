@@ -122,6 +122,18 @@ def test_tuned_rows_span_the_defaults_window():
     assert ttr.tuned_log_every("cartpole") == 40
     assert ttr.tuned_log_every("pendulum") == 38
     assert ttr.window_steps("pendulum") == 1_216
+    # ppo-minatar-breakout.toml: 64 envs × 128 steps = 8,192 an iteration, 40,960 // 8,192 = 5
+    assert ttr.tuned_log_every("minatar") == 5
+
+
+def test_minatars_file_holds_the_settings_of_its_defaults_row():
+    import jaxrl_fdg as rl
+    from jaxrl_fdg.config import files
+
+    path = ttr.ROOT / ttr.TASKS["minatar"].tuned
+    from_file = files.from_mapping(files.load(path), str(path))
+    from_row = files.from_mapping(ttr.our_settings("minatar"), "our_settings")
+    assert rl.resolve(from_file).config == rl.resolve(from_row).config
 
 
 def test_ratios_and_ceilings_for_each_of_ours():
