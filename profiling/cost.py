@@ -24,6 +24,8 @@ import functools
 import re
 from typing import Any, NamedTuple
 
+from jaxrl_fdg.profiling import ops
+
 FLOPS = "flops"
 BYTES = "bytes accessed"
 
@@ -99,13 +101,7 @@ def program_cost(compiled: Any) -> Cost | None:
 # -- the program's text --------------------------------------------------------------------------
 
 _HEADER = re.compile(r"^(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*\(", re.MULTILINE)
-_WHILE = re.compile(r"\swhile\(.*?condition=%?(?P<cond>[\w.\-]+), body=%?(?P<body>[\w.\-]+)")
-_TRIPS = re.compile(r'"known_trip_count":\{"n":"(?P<n>\d+)"\}')
 _CALL = re.compile(r"\scall\(.*?to_apply=%?(?P<callee>[\w.\-]+)")
-_BRANCHES = re.compile(
-    r"\sconditional\(.*?(?:branch_computations=\{(?P<names>[^}]*)\}|"
-    r"true_computation=%?(?P<true>[\w.\-]+), false_computation=%?(?P<false>[\w.\-]+))"
-)
 _NAME = re.compile(r"%([\w.\-]+)")
 _FRAME = re.compile(r"\s*stack_frame_id=\d+")
 
@@ -195,23 +191,11 @@ class _Module:
 
 def _branches(block: str) -> list[str]:
     """The branch computations of every ``conditional`` in ``block``."""
-    names = []
-    for match in _BRANCHES.finditer(block):
-        if match["names"]:
-            names.extend(n.strip().lstrip("%") for n in match["names"].split(",") if n.strip())
-        else:
-            names.extend((match["true"], match["false"]))
-    return names
+    return [name for line in block.splitlines() for name in ops.branches(line)]
 
 
 def _loops(block: str) -> list[_Loop]:
-    loops = []
-    for line in block.splitlines():
-        match = _WHILE.search(line)
-        if match:
-            trips = _TRIPS.search(line)
-            loops.append(_Loop(match["body"], match["cond"], int(trips["n"]) if trips else 1))
-    return loops
+    return [_Loop(*loop) for line in block.splitlines() if (loop := ops.while_loop(line))]
 
 
 def _costed(text: str) -> tuple[float, float]:

@@ -51,8 +51,9 @@ _HEADER = re.compile(r"^(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*\(.*\{\s*$")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[^\s=]+)\s*=\s*(?P<rest>.*)$")
 _OP_NAME = re.compile(r'op_name="(?P<op_name>[^"]*)"')
 _CALLS = re.compile(r"\bcalls=%?(?P<callee>[\w.\-]+)")
-_WHILE = re.compile(r"condition=%?(?P<cond>[\w.\-]+), body=%?(?P<body>[\w.\-]+)")
+_WHILE = re.compile(r"\swhile\(.*?condition=%?(?P<cond>[\w.\-]+), body=%?(?P<body>[\w.\-]+)")
 _TRIPS = re.compile(r'"known_trip_count":\{"n":"(?P<n>\d+)"\}')
+_CONDITIONAL = re.compile(r"\sconditional\(")
 _BRANCHES = re.compile(r"branch_computations=\{(?P<names>[^}]*)\}")
 _TRUE_FALSE = re.compile(r"(?:true|false)_computation=%?([\w.\-]+)")
 _TO_APPLY = re.compile(r"\bto_apply=%?(?P<callee>[\w.\-]+)")
@@ -94,8 +95,7 @@ class Program:
         operation)."""
         if op in CONTROL_FLOW or op in FREE:
             return None
-        name = _OP_NAME.search(rest)
-        if name and any(part in name["op_name"] for part in _RNG_NAMES):
+        if any(part in op_name(rest) for part in _RNG_NAMES):
             return "rng"
         inner = {op}
         if op == "fusion":
@@ -135,16 +135,14 @@ class Program:
         counts: Counter = Counter()
         for _, op, rest in self.computations.get(computation, ()):
             if op == "while":
-                loop = _WHILE.search(rest)
-                trips = _TRIPS.search(rest)
+                loop = while_loop(rest)
                 if loop:
-                    n = int(trips["n"]) if trips else 1
-                    for part in (loop["body"], loop["cond"]):
+                    body, cond, n = loop
+                    for part in (body, cond):
                         for key, value in self._executed(part, seen).items():
                             counts[key] += n * value
             elif op == "conditional":
-                branches = _branches(rest)
-                runs = [self._executed(b, seen) for b in branches]
+                runs = [self._executed(b, seen) for b in branches(rest)]
                 if runs:
                     counts.update(max(runs, key=lambda c: sum(c.values())))
             elif op == "call":
@@ -158,7 +156,26 @@ class Program:
         return counts
 
 
-def _branches(rest: str) -> list[str]:
+def op_name(rest: str) -> str:
+    """The ``op_name`` metadata of an instruction (``""`` without one)."""
+    found = _OP_NAME.search(rest)
+    return found["op_name"] if found else ""
+
+
+def while_loop(rest: str) -> tuple[str, str, int] | None:
+    """``(body, condition, trip count)`` of a ``while`` instruction, the count 1 where XLA does
+    not know it; ``None`` for any other instruction."""
+    loop = _WHILE.search(rest)
+    if loop is None:
+        return None
+    trips = _TRIPS.search(rest)
+    return loop["body"], loop["cond"], int(trips["n"]) if trips else 1
+
+
+def branches(rest: str) -> list[str]:
+    """The branch computations of a ``conditional`` instruction."""
+    if not _CONDITIONAL.search(rest):
+        return []
     listed = _BRANCHES.search(rest)
     if listed:
         return [name.strip().lstrip("%") for name in listed["names"].split(",") if name.strip()]
@@ -171,4 +188,14 @@ def executed(hlo_text: str) -> Counter:
     return Program(hlo_text).executed()
 
 
-__all__ = ["CLASSES", "CONTROL_FLOW", "FREE", "Program", "executed", "opcode"]
+__all__ = [
+    "CLASSES",
+    "CONTROL_FLOW",
+    "FREE",
+    "Program",
+    "branches",
+    "executed",
+    "op_name",
+    "opcode",
+    "while_loop",
+]

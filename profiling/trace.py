@@ -28,7 +28,6 @@ import jax
 
 from jaxrl_fdg.profiling import ops
 
-_OP_NAME = re.compile(r'op_name="(?P<op_name>[^"]*)"')
 _WRAPPED = re.compile(r"^(?:[\w.-]+\()+([^()]*)\)+$")
 
 # Device time under no known scope: while-loop control and the carry copies XLA inserts, key
@@ -53,10 +52,8 @@ def index_program(hlo_text: str) -> tuple[str, dict[str, Instruction]]:
     instructions = {}
     for computation in program.computations.values():
         for name, opcode, rest in computation:
-            op_name = _OP_NAME.search(rest)
-            instructions[name] = Instruction(
-                opcode, op_name["op_name"] if op_name else "", program.op_class(opcode, rest)
-            )
+            op_class = program.op_class(opcode, rest)
+            instructions[name] = Instruction(opcode, ops.op_name(rest), op_class)
     return module["module"], instructions
 
 
