@@ -52,7 +52,7 @@ def measure(algo: str, fusion: str, iterations: int) -> dict:
         "roofline_h100_iteration_s": analysis["h100_iteration_s"],
         "predicted_here_iteration_s": traced["predicted_iteration_s"],
         "predicted_h100_iteration_s": traced["h100_predicted_iteration_s"],
-        "ops_per_iteration": _ops_per_iteration(traced),
+        "ops_per_iteration": traced["ops_per_iteration"],
         "breakdown": traced.get("breakdown"),
         "traced_iteration_s": traced["iteration_s"],
         "peak": analysis["peak"],
@@ -61,14 +61,6 @@ def measure(algo: str, fusion: str, iterations: int) -> dict:
         "h100_overheads": traced["h100_overheads"],
         "programs": analysis["programs"],
     }
-
-
-def _ops_per_iteration(analysis: dict) -> float | None:
-    total = None
-    for row in analysis["programs"].values():
-        if row.get("ops") is not None and row["runs_per_iteration"]:
-            total = (total or 0.0) + row["ops"] * row["runs_per_iteration"]
-    return total
 
 
 def h100_check(results: dict, record: Path) -> dict | None:

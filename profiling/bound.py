@@ -35,7 +35,7 @@ from jaxrl_fdg.profiling import ops as op_classes
 from jaxrl_fdg.profiling.cost import Cost, program_cost
 from jaxrl_fdg.profiling.overheads import GPU_ASSUMED, Overheads, device_overheads, predicted_s
 from jaxrl_fdg.profiling.peaks import H100, Peak, device_peak, matmul_precision
-from jaxrl_fdg.profiling.trace import Attribution, index_program
+from jaxrl_fdg.profiling.trace import Attribution, module_name
 
 MODES = ("sync", "trace")  # the timing modes that measure each program's device time
 OVERHEAD_BELOW = 0.05  # neither fraction of peak reaching this: overhead
@@ -109,6 +109,7 @@ def analyse(
         "iteration_s": run_s / iterations if iterations and run_s else None,
         "roofline_iteration_s": _per_iteration(rows, "roofline_s") if peak is not None else None,
         "h100_iteration_s": _per_iteration(rows, "h100_s"),
+        "ops_per_iteration": _per_iteration(rows, "ops") if ops else None,
         "predicted_iteration_s": _per_iteration(rows, "predicted_s") if ops else None,
         "h100_predicted_iteration_s": _per_iteration(rows, "h100_predicted_s") if ops else None,
         "overheads": None if overheads is None else overheads._asdict(),
@@ -158,20 +159,20 @@ def of_run(
         cost = program_cost(program)
         if cost is not None:
             costs[name] = cost
-    window = None
+    # Operations per run: counted in the trace window where it ran the program, else from text.
+    window = None if attribution is None else {}
     counts = {}
-    for name, program in compiled.items():
-        if name in costs:
-            counts[name] = (float(sum(op_classes.executed(program.as_text()).values())), "program")
-    if attribution is not None:
-        window = {}
-        for name, program in compiled.items():
-            module, _ = index_program(program.as_text())
+    for name in costs:
+        text = compiled[name].as_text()
+        if window is not None:
+            module = module_name(text)
             calls = attribution.annotations.get(name, 0)
             runs = traced_iterations if name in per_iteration else calls
             window[name] = (attribution.modules.get(module, 0.0), runs)
-            if runs and name in counts:
+            if runs:
                 counts[name] = (attribution.module_ops.get(module, 0) / runs, "trace")
+                continue
+        counts[name] = (float(sum(op_classes.executed(text).values())), "program")
     overheads = device_overheads()
     analysis = analyse(
         timing["programs"],

@@ -43,18 +43,24 @@ class Instruction:
     op_class: str | None = None  # :data:`ops.CLASSES`; None for control flow and non-operations
 
 
-def index_program(hlo_text: str) -> tuple[str, dict[str, Instruction]]:
-    """``(module name, {instruction name: Instruction})`` from a compiled program's text."""
+def module_name(hlo_text: str) -> str:
+    """The module name of a compiled program's text (its ``HloModule`` header)."""
     module = _MODULE.search(hlo_text)
     if module is None:
         raise ValueError("not the text of a compiled HLO module (no 'HloModule' header)")
+    return module["module"]
+
+
+def index_program(hlo_text: str) -> tuple[str, dict[str, Instruction]]:
+    """``(module name, {instruction name: Instruction})`` from a compiled program's text."""
+    module = module_name(hlo_text)
     program = ops.Program(hlo_text)
     instructions = {}
     for computation in program.computations.values():
         for name, opcode, rest in computation:
             op_class = program.op_class(opcode, rest)
             instructions[name] = Instruction(opcode, ops.op_name(rest), op_class)
-    return module["module"], instructions
+    return module, instructions
 
 
 @dataclass
