@@ -18,7 +18,7 @@ from jaxrl_fdg.envs.errors import EnvironmentContractError
 
 def reset_shapes(env: Environment, params: Any) -> TimeStep:
     """The shapes and dtypes of ``env.reset``'s time step (traced once, nothing computed)."""
-    return jax.eval_shape(lambda key: env.reset(key, params)[1], jax.random.key(0))
+    return jax.eval_shape(lambda: env.reset(jax.random.key(0), params)[1])
 
 
 def check_reset(env: Environment, params: Any) -> TimeStep:
@@ -75,11 +75,12 @@ def check_step(env: Environment, params: Any) -> None:
 
     agents = _agents_axis(env)
 
-    def first_step(key):
+    def first_step():  # the key made inside: traced, not computed
+        key = jax.random.key(0)
         state, _ = env.reset(key, params)
         return env.step(key, state, spaces.example(action_space, agents), params)[1]
 
-    timestep = jax.eval_shape(first_step, jax.random.key(0))
+    timestep = jax.eval_shape(first_step)
     for name in ("reward", "terminated", "truncated"):
         shape = tuple(getattr(timestep, name).shape)
         expected = agents if name == "reward" else ()

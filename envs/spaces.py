@@ -148,12 +148,13 @@ def leaves_shapes(space: Any) -> Iterator[tuple[str, tuple[int, ...]]]:
 
 def example(space: Any, batch: tuple[int, ...] = ()) -> Any:
     """Zeros shaped as one value of ``space`` (with leading ``batch`` axes): an array, or the
-    dict or tuple of arrays of a nested space."""
+    dict or tuple of arrays of a nested space. NumPy arrays: made on the host, they cost no
+    program (a network's ``init`` and a traced step take them as JAX arrays)."""
     if isinstance(space, Dict):
         return {name: example(s, batch) for name, s in space.spaces.items()}
     if isinstance(space, Tuple):
         return tuple(example(s, batch) for s in space.spaces)
-    return jnp.zeros((*batch, *space.shape), space.dtype)
+    return np.zeros((*batch, *space.shape), space.dtype)
 
 
 def structure(space: Any, batch: tuple[int, ...] = ()) -> Any:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxrl_fdg import rng
@@ -115,7 +116,7 @@ class Acrobot(Environment[AcrobotState, AcrobotParams]):
         return render.to_uint8(render.fill_circle(image, 100.0, 100.0, 4.0, render.BLACK))
 
     def observation_space(self, params: AcrobotParams) -> Box:
-        high = jnp.array([1.0, 1.0, 1.0, 1.0, params.max_vel_1, params.max_vel_2], jnp.float32)
+        high = np.array([1.0, 1.0, 1.0, 1.0, params.max_vel_1, params.max_vel_2], np.float32)
         return Box(-high, high, (6,), jnp.float32)
 
     def action_space(self, params: AcrobotParams) -> Discrete:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxrl_fdg import rng
@@ -106,14 +107,14 @@ class CartPole(Environment[CartPoleState, CartPoleParams]):
         return render.to_uint8(render.fill_circle(image, cx, cy - 15, 5.0, render.BLUE))
 
     def observation_space(self, params: CartPoleParams) -> Box:
-        high = jnp.array(
+        high = np.array(
             [
                 params.x_threshold * 2,
-                jnp.finfo(jnp.float32).max,
+                np.finfo(np.float32).max,
                 params.theta_threshold_radians * 2,
-                jnp.finfo(jnp.float32).max,
+                np.finfo(np.float32).max,
             ],
-            jnp.float32,
+            np.float32,
         )
         return Box(-high, high, (4,), jnp.float32)
 

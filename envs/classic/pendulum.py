@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxrl_fdg import rng
@@ -92,7 +93,7 @@ class Pendulum(Environment[PendulumState, PendulumParams]):
         return render.to_uint8(render.fill_circle(image, 100.0, 100.0, 5.0, render.BLACK))
 
     def observation_space(self, params: PendulumParams) -> Box:
-        high = jnp.array([1.0, 1.0, params.max_speed], jnp.float32)
+        high = np.array([1.0, 1.0, params.max_speed], np.float32)
         return Box(-high, high, (3,), jnp.float32)
 
     def action_space(self, params: PendulumParams) -> Box:
