@@ -32,24 +32,10 @@ rollout learner), ``offpolicy`` (the replay and update-to-data schedule of DQN, 
 DDPG) and ``continuous`` (what SAC, TD3 and DDPG share). C51 is a head on ``dqn``'s machinery.
 """
 
-from jaxrl_fdg.fragments.algorithms import (
-    a2c,
-    actor_critic,
-    c51,
-    continuous,
-    dpg,
-    dqn,
-    impala,
-    marl,
-    offpolicy,
-    ppo,
-    pqn,
-    qmix,
-    recurrent_team,
-    sac,
-    value_decomposition,
-)
+from jaxrl_fdg import lazy
 
+# Each module is imported when first asked for (``algorithms.ppo``): a run imports its own
+# algorithm's module only.
 __all__ = [
     "a2c",
     "actor_critic",
@@ -67,3 +53,9 @@ __all__ = [
     "sac",
     "value_decomposition",
 ]
+
+__getattr__, _dir = lazy.names(__name__, {}, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted({*_dir(), *__all__})

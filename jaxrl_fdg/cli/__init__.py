@@ -64,13 +64,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
-    from jaxrl_fdg import compare
-    from jaxrl_fdg.cli import check_env, evaluate, experiment, graph, listing, plot, profile, train
+    if argv[:1] == ["train"]:  # the command that starts most: it imports no other command's
+        from jaxrl_fdg.cli import train
 
-    if argv[:1] == ["train"]:
         return train.run(argv[1:])
     if argv[:1] == ["graph"]:
+        from jaxrl_fdg.cli import graph
+
         return graph.run(argv[1:])
+    from jaxrl_fdg import compare
+    from jaxrl_fdg.cli import check_env, evaluate, experiment, listing, plot, profile
+
     args = _parser().parse_args(argv)
     commands = {
         "list": lambda: listing.run(),

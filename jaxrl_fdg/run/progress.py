@@ -14,14 +14,17 @@ class ProgressDisplay:
     """``update`` once per host boundary with the latest metrics row."""
 
     def __init__(self, total_steps: int, label: str, enabled: bool = True):
+        self.total = total_steps
+        self.enabled = enabled
+        self._progress: Any = None
+        self.live = False
+        if not enabled:  # rich is not imported for a display that shows nothing
+            return
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.total = total_steps
-        self.enabled = enabled
         self.console = Console(stderr=True)
-        self.live = enabled and self.console.is_terminal
-        self._progress: Any = None
+        self.live = self.console.is_terminal
         if self.live:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"),
@@ -34,7 +37,7 @@ class ProgressDisplay:
             )
             self._task = self._progress.add_task(label, total=total_steps, ret="—", sps="—")
             self._progress.start()
-        elif enabled:
+        else:
             print(f"{label}: {total_steps:,} steps", file=sys.stderr, flush=True)
 
     def update(self, row: dict[str, Any]) -> None:
