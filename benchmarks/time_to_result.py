@@ -366,8 +366,12 @@ def _end(path: Path, chars: int = 1500) -> str:
 
 def _environ(cache: Path | None = None) -> dict:
     """The children's environment: no persistent JAX compilation cache; ``cache`` as the user
-    cache folder (ours keeps its compilation cache there: an empty one compiles everything)."""
-    environ = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    cache folder (ours keeps its compilation cache there: an empty one compiles everything).
+    Python writes bytecode, as it does by default (``PYTHONDONTWRITEBYTECODE`` set here would
+    have every process compile the framework's sources again: an editable install is
+    byte-compiled by its first import, not by pip)."""
+    dropped = ("JAX_COMPILATION_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")
+    environ = {k: v for k, v in os.environ.items() if k not in dropped}
     if cache is not None:
         environ["XDG_CACHE_HOME"] = str(cache)
     environ["PYTHONUNBUFFERED"] = "1"

@@ -7,7 +7,8 @@ executable cache off: what every run met before it existed), and both (``executa
 
 **What is measured.** Each run is ``python -m jaxrl_fdg train --total-steps N --out DIR
 --no-progress`` in a fresh process, its caches in a fresh ``XDG_CACHE_HOME``; a warm state is
-made by one run of the same command before, to its end. ``start_s``: launch until the training
+made by one run of the same command before, to its end. Python writes and reads bytecode, as by
+default (``time_to_result._environ``). ``start_s``: launch until the training
 loop started, as ``benchmarks/time_to_result.py`` measures it (the first metrics row's time, as
 this process sees it appear, less the row's own ``wall_s``). ``compile_s``: the run's own figure
 (``summary.json``), the wall time it waited for its programs. ``import_s``: a fresh process that
@@ -69,7 +70,9 @@ def import_seconds() -> float:
 
     def wall(code: str) -> float:
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, cwd=tempfile.gettempdir())
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, cwd=tempfile.gettempdir(), env=_environ()
+        )
         return time.perf_counter() - start
 
     both = [
