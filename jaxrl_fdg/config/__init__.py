@@ -5,7 +5,13 @@ check what is theirs and never imports their internals.
 """
 
 from jaxrl_fdg.config.files import dump_toml, from_mapping, load, to_mapping
-from jaxrl_fdg.config.resolve import Resolved, check_values, make_env, resolve
+from jaxrl_fdg.config.resolve import (
+    Resolved,
+    check_environment,
+    check_values,
+    make_env,
+    resolve,
+)
 from jaxrl_fdg.config.schema import (
     AUTO_BOUNDARIES,
     BOOKKEEPING,
@@ -31,6 +37,7 @@ __all__ = [
     "Lane",
     "Resolved",
     "TrainConfig",
+    "check_environment",
     "check_spec",
     "check_values",
     "coerce",

@@ -62,11 +62,17 @@ class Resolved(NamedTuple):
     candidates: dict[str, Resolved] | None = None
 
 
-def resolve(config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None) -> Resolved:
+def resolve(
+    config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None, *, check_env: bool = True
+) -> Resolved:
     """Validate ``config``; ``spec`` replaces the registry lookup (for user-written algorithms).
     ``Resolved.config`` has every run setting the config left unset filled in from the
     algorithm's defaults. A configuration already resolved is returned as it is, so the
-    functions that take either resolve once."""
+    functions that take either resolve once.
+
+    ``check_env=False`` leaves out the environment's contract (:func:`check_environment`, which
+    traces a reset and a step): the runner checks it itself where its programs are not in the
+    executable cache, which only a run that passed the check fills."""
     if isinstance(config, Resolved):
         return config
     if not isinstance(config, TrainConfig):
@@ -80,6 +86,8 @@ def resolve(config: TrainConfig | Resolved, spec: AlgorithmSpec | None = None) -
     config = config.replace(algo=plugins.normalize(config.algo), env=plugins.normalize(config.env))
     spec, hparams = check_values(config, spec)
     env, env_params = make_env(config.env, config.env_options)
+    if check_env:
+        check_environment(env, env_params)
     if config.placement != policies.AUTO_PLACEMENT:
         return _place(config, spec, hparams, env, env_params)
     # Resolved as the first candidate, with the config as given: the runner measures them all
@@ -130,12 +138,7 @@ def _place(
     policies.check(placement, asked)
     if env.on_host:  # a host simulator knows its spaces itself
         spaces = env.observation_space, env.action_space
-    else:  # an observation unlike its space is refused here, before anything compiles
-        try:
-            check_reset(env, env_params)
-            check_step(env, env_params)
-        except EnvironmentContractError as e:
-            raise ConfigError(str(e)) from None
+    else:
         spaces = env.observation_space(env_params), env.action_space(env_params)
     context = AlgorithmContext(
         observation_space=spaces[0],
@@ -154,6 +157,20 @@ def _place(
         )
     spec.check(context)
     return Resolved(config, spec, hparams, env, env_params, context, sweep, runs, placement, asked)
+
+
+def check_environment(env: Any, env_params: Any) -> None:
+    """Refuse, as a :class:`ConfigError` and before anything compiles, an environment whose
+    first reset or step departs from its spaces or from one reward and flag per environment
+    (:func:`~jaxrl_fdg.envs.contracts.check_reset`, :func:`~jaxrl_fdg.envs.contracts.check_step`,
+    traced from shapes alone). A host simulator knows its spaces itself: nothing to check."""
+    if env.on_host:
+        return
+    try:
+        check_reset(env, env_params)
+        check_step(env, env_params)
+    except EnvironmentContractError as e:
+        raise ConfigError(str(e)) from None
 
 
 def request(config: TrainConfig, env: Any, runs: tuple[Lane, ...]) -> policies.Request:

@@ -4,14 +4,18 @@ compiles), each program's seconds charged to its ``compile:<name>`` scope."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import re
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import jax
 
+from jaxrl_fdg.policies import exported
 from jaxrl_fdg.profiling.timers import Timings
 
 # XLA options for programs that run once (``init``), where how fast they run does not matter: no
@@ -53,12 +57,22 @@ class Compiler:
 
     def submit(self, name: str, lowered: Any, lowering_s: float) -> None:
         """Start compiling ``lowered`` (which took ``lowering_s`` to trace and lower)."""
+        self.lowering[name] = lowering_s
+        self.futures[name] = self._workers().submit(compile_timed, lowered, name)
+
+    def submit_load(self, name: str, saved: Any) -> None:
+        """Start loading the executable :func:`~jaxrl_fdg.policies.exported.serialize` kept
+        (XLA releases the GIL while it reads it in); charged to ``compile:<name>`` as a
+        compile is."""
+        self.lowering[name] = 0.0
+        self.futures[name] = self._workers().submit(_load_timed, saved)
+
+    def _workers(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 self.workers, thread_name_prefix="compile"
             )
-        self.lowering[name] = lowering_s
-        self.futures[name] = self._pool.submit(compile_timed, lowered, name)
+        return self._pool
 
     def close(self) -> None:
         """No more programs: the worker threads end when the queue is done."""
@@ -78,8 +92,56 @@ def compile_timed(lowered: Any, name: str = "") -> tuple[Any, float]:
     """``lowered`` compiled (with :data:`RUN_ONCE_OPTIONS` if ``name`` is in :data:`RUN_ONCE`),
     and the seconds that took."""
     start = time.perf_counter()
-    compiled = compile_with(lowered, RUN_ONCE_OPTIONS if name in RUN_ONCE else {})
+    with _watching_the_cache() as events:
+        compiled = compile_with(lowered, RUN_ONCE_OPTIONS if name in RUN_ONCE else {})
+    if _ASKED in events and _HIT not in events:
+        _compiled_here.add(compiled)
     return compiled, time.perf_counter() - start
+
+
+def compiled_here(compiled: Any) -> bool:
+    """Whether XLA compiled ``compiled`` in this process: JAX's persistent cache was asked for
+    it and did not have it. An executable that cache loaded instead (or that was not seen
+    compiling) is ``False``: XLA:CPU serializes one loaded that way again without its kernels
+    (a copy fails with "Function ... not found" when it runs), so only executables compiled
+    here are kept by :mod:`jaxrl_fdg.run.executables`."""
+    return compiled in _compiled_here
+
+
+# The persistent cache's events, which JAX records in the thread that compiles: a compile that
+# asked the cache, and one the cache answered. A JAX that names them otherwise keeps nothing.
+_ASKED = "/jax/compilation_cache/compile_requests_use_cache"
+_HIT = "/jax/compilation_cache/cache_hits"
+_compiled_here: weakref.WeakSet = weakref.WeakSet()
+_events = threading.local()
+_listening = threading.Lock()
+_listener: list[Callable] = []
+
+
+@contextlib.contextmanager
+def _watching_the_cache():
+    """The persistent cache's events this thread records inside the block."""
+    with _listening:
+        if not _listener:
+            _listener.append(_record)
+            jax.monitoring.register_event_listener(_record)
+    _events.seen = seen = set()
+    try:
+        yield seen
+    finally:
+        _events.seen = None
+
+
+def _record(event: str, **_: Any) -> None:
+    seen = getattr(_events, "seen", None)
+    if seen is not None:
+        seen.add(event)
+
+
+def _load_timed(saved: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    loaded = exported.load(saved)
+    return loaded, time.perf_counter() - start
 
 
 _UNKNOWN_OPTION = re.compile(r"No such compile option: '(\w+)'")

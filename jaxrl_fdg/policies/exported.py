@@ -1,5 +1,7 @@
-"""A program kept as StableHLO, to be lowered again without tracing the code that made it
-(the executable cache, :mod:`jaxrl_fdg.run.executables`)."""
+"""A program kept for the executable cache (:mod:`jaxrl_fdg.run.executables`): as StableHLO, to
+be lowered again without tracing the code that made it (:class:`Exported`), and as the
+executable XLA compiled from it, to be loaded without lowering or compiling anything
+(:func:`serialize`, :func:`load`)."""
 
 from __future__ import annotations
 
@@ -70,3 +72,45 @@ class Exported:
 
 def _shapes(tree: Any, avals: Any) -> Any:
     return tree.unflatten([jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals])
+
+
+# A compiled program as jax.experimental.serialize_executable keeps it: the executable's bytes
+# and the pytree structures of its arguments and results.
+Serialized = tuple[bytes, Any, Any]
+
+
+def serialize(compiled: Any) -> Serialized | None:
+    """The executable ``compiled`` (a ``jax.stages.Compiled``) as bytes with its pytrees, or
+    ``None`` where this backend or program cannot be serialized (the program then loads from its
+    StableHLO)."""
+    from jax.experimental import serialize_executable
+
+    try:
+        return serialize_executable.serialize(compiled)
+    except Exception:  # ValueError, NotImplementedError, a backend's own refusal, ...
+        return None
+
+
+def load(saved: Serialized) -> Any:
+    """The executable :func:`serialize` kept, loaded onto this process's devices: what the
+    run that kept it ran, bit for bit, with nothing lowered or compiled."""
+    from jax.experimental import serialize_executable
+
+    return serialize_executable.deserialize_and_load(*saved)
+
+
+def kernels_setup() -> Callable[[], None] | None:
+    """What lowering an exported program does first on CPU, and a program loaded without
+    lowering needs before it runs: pointing XLA's LAPACK kernels (QR, Cholesky, ...) at the
+    BLAS and LAPACK routines of scipy, which JAX imports for it (about 0.1 s). Returned as a
+    function to call once the loads are under way (nothing to do off CPU); ``None`` where this
+    JAX does it otherwise than JAX 0.10 did: the caller then lowers its programs, which does
+    it."""
+    if jax.default_backend() != "cpu":
+        return lambda: None
+    try:  # JAX's own call, made before any CPU program it lowers from StableHLO
+        from jax._src.lax import linalg
+
+        return linalg.initialize_lapack
+    except (ImportError, AttributeError):
+        return None

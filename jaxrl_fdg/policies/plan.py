@@ -26,8 +26,8 @@ import numpy as np
 
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.policies.compiling import Compiler, compile_timed
-from jaxrl_fdg.policies.exported import Exported
+from jaxrl_fdg.policies.compiling import RUN_ONCE, Compiler, compile_timed, compiled_here
+from jaxrl_fdg.policies.exported import Exported, Serialized, kernels_setup, serialize
 from jaxrl_fdg.profiling.timers import COMPILE_WAIT, Timings
 
 try:  # what JAX raises inside a program call when its NaN check finds one
@@ -40,6 +40,15 @@ except ImportError:  # pragma: no cover (a JAX that moved it: --debug-nans re-ru
 
 # A state this large is donated to the programs that replace it (see the module docstring).
 DONATE_BYTES = 256 * 2**20
+
+# An initial state up to this size is kept in the executable cache with the programs: a run that
+# finds them there starts from it without running (or loading) init. A larger one (a replay
+# buffer, say) is made again by init, which the cache keeps as a program.
+INITIAL_STATE_BYTES = 16 * 2**20
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree) if hasattr(x, "size"))
 
 
 # Programs a caller adds to a plan's (evaluation): name -> (function, state -> its arguments).
@@ -118,7 +127,7 @@ class Plan:
 
     def start(
         self,
-        key: jax.Array,
+        key: jax.Array | Callable[[], jax.Array],
         extra: Extra | None = None,
         before_init: Callable | None = None,
         cache: Any = None,
@@ -146,35 +155,34 @@ class Plan:
         ``before_init(programs)``, if given, sees the compiled programs before ``init`` runs
         (the runner's memory check) and may raise.
 
+        ``key`` may be given as a function that makes it, called only where ``init`` runs: a
+        key made outside a program is a program of its own to compile.
+
         ``cache`` (:class:`jaxrl_fdg.run.executables.ExecutableCache`), if given and the mode
-        is :attr:`cacheable`, may hold the programs of an earlier run of the same configuration
-        as StableHLO: each is lowered from it, which traces none of the code that made it, and
-        compiled, which JAX's persistent cache serves. Otherwise the programs are exported as
-        they are traced (:class:`~jaxrl_fdg.policies.exported.Exported`), run as exported, and
-        written to the cache. :attr:`executables` says which."""
+        is :attr:`cacheable`, may hold an earlier run's programs (:meth:`_load`: executables,
+        or StableHLO lowered without tracing) and initial state. Otherwise the programs are
+        exported as they are traced (:class:`~jaxrl_fdg.policies.exported.Exported`), run as
+        exported, and written to it (:meth:`_store`). :attr:`executables` says which."""
         extra = extra or {}
+        make_key = key if callable(key) else lambda: key
         if not self.cacheable or jax.config.jax_debug_nans:
             cache = None
         with self.timings.scope("compile", always=True):
-            entry = cache.load() if cache is not None else None
-            if entry is not None and set(entry.programs) != {"init", *self._own_names(), *extra}:
-                entry = None  # keyed alike, made otherwise: trace
-            if entry is not None:
-                self._restore_traced_state(entry.traced)
-                self._compile_exported(entry.programs)
-            else:
+            entry = self._load(cache, extra)
+            if entry is None:
                 self._exports = {} if cache is not None else None
-                self._compile_all(key, extra)
-        if cache is not None and entry is None:
-            if self._exports is not None:
-                cache.store(self._exports, self._traced_state())
-            else:  # a program could not be exported
-                cache.outcome = "not stored"
-        self._exports = None
-        self.executables = cache.outcome if cache is not None else "traced"
+                self._compile_all(make_key(), extra)
+        exports, self._exports = self._exports, None
         if before_init is not None:
             before_init(self.compiled_so_far)
-        return self.checked(self._call("init", key))
+        if entry is not None and entry.initial is not None:
+            state = entry.initial  # what init computed for this key, in the run that stored it
+        else:
+            state = self._call("init", make_key())
+        if cache is not None and entry is None:
+            self._store(cache, exports, state)
+        self.executables = cache.outcome if cache is not None else "traced"
+        return self.checked(state)
 
     # -- the executable cache (jaxrl_fdg.run.executables): modes that opt in --------------
 
@@ -182,6 +190,26 @@ class Plan:
     # names its programs without tracing (_own_names) and keeps what tracing them taught it
     # (_traced_state).
     cacheable: bool = False
+
+    def _load(self, cache: Any, extra: Extra) -> Any:
+        """``cache``'s entry with its programs loaded (:meth:`_compile_exported`), or ``None``
+        where it has none for these programs."""
+        entry = cache.load() if cache is not None else None
+        if entry is None or set(entry.programs) != {"init", *self._own_names(), *extra}:
+            return None  # none, or keyed alike and made otherwise: trace
+        self._restore_traced_state(entry.traced)
+        skip = {"init"} if entry.initial is not None else set()
+        self._compile_exported(entry.programs, entry.compiled, skip)
+        return entry
+
+    def _store(self, cache: Any, exports: dict[str, Exported] | None, state: LoopState) -> None:
+        """Write ``cache``'s entry: the programs exported as they were traced (``None`` where
+        one could not be), their executables and the initial ``state`` where it is small."""
+        if exports is None:
+            cache.outcome = "not stored"
+            return
+        initial = state if _nbytes(state) <= INITIAL_STATE_BYTES else None
+        cache.store(exports, self._traced_state(), self._serialized(), initial)
 
     def _own_names(self) -> tuple[str, ...]:
         """The names of this mode's own programs, known without tracing."""
@@ -194,23 +222,64 @@ class Plan:
     def _restore_traced_state(self, saved: Any) -> None:
         """Set what :meth:`_traced_state` returned, in place of tracing."""
 
-    def _compile_exported(self, programs: dict[str, Exported]) -> None:
-        """Lower each exported program (embedding its StableHLO: nothing of the code that made
-        it is traced) and compile it on the worker threads, where JAX's persistent cache
-        serves the executable the run that exported it compiled."""
+    def _compile_exported(
+        self,
+        programs: dict[str, Exported],
+        executables: dict[str, Serialized],
+        skip: set[str] = frozenset(),
+    ) -> None:
+        """Load the executables the run that stored them compiled (``executables``), on the
+        worker threads, while this thread readies the CPU's LAPACK kernels they may call.
+        Lower each other program from its StableHLO (nothing of the code that made it is
+        traced) and compile it there too, where JAX's persistent cache serves the executable
+        the run that exported it compiled. An executable that does not load is compiled from
+        its StableHLO instead. The programs ``skip`` names are not needed (``init``, where the
+        entry holds the state it returns)."""
+        programs = {name: p for name, p in programs.items() if name not in skip}
+        setup = kernels_setup()
+        if setup is None:
+            executables = {}  # this JAX readies them otherwise: lowering the programs does it
         self._compiling = compiler = Compiler(self.timings)
+        loaded = {name for name in programs if name in executables}
         try:
-            for name, exported in programs.items():
-                start = time.perf_counter()
-                args = exported.args
-                donate = (0,) if self.donates(name, args) else ()
-                lowered = jax.jit(exported.function(), donate_argnums=donate).lower(*args)
-                compiler.submit(name, lowered, time.perf_counter() - start)
+            for name in loaded:
+                compiler.submit_load(name, executables[name])
+            if loaded:
+                setup()
+            for name, program in programs.items():
+                if name not in loaded:
+                    compiler.submit(name, *self._lower_exported(name, program))
         finally:
             compiler.close()
         # The caller's programs (``extra``) keep compiling behind the first chunks.
-        for name in ["init", *self._own_names()]:
-            self._programs[name] = compiler.result(name)
+        for name in [name for name in ("init", *self._own_names()) if name in programs]:
+            try:
+                self._programs[name] = compiler.result(name)
+            except Exception:
+                if name not in loaded:
+                    raise
+                lowered, seconds = self._lower_exported(name, programs[name])
+                self._programs[name], more = compile_timed(lowered, name)
+                self.timings.record(f"compile:{name}", seconds + more, within="compile")
+
+    def _lower_exported(self, name: str, program: Exported) -> tuple[Any, float]:
+        """``program`` lowered from its StableHLO, and the seconds that took."""
+        start = time.perf_counter()
+        args = program.args
+        donate = (0,) if self.donates(name, args) else ()
+        lowered = jax.jit(program.function(), donate_argnums=donate).lower(*args)
+        return lowered, time.perf_counter() - start
+
+    def _serialized(self) -> dict[str, Serialized]:
+        """The compiled programs as bytes, for the executable cache: those done compiling
+        whose backend serializes them and that XLA compiled in this process
+        (:func:`~jaxrl_fdg.policies.compiling.compiled_here`), less those compiled with options
+        of their own (:data:`RUN_ONCE`): ``jax.experimental.serialize_executable`` loads an
+        executable without its compile options, and XLA:CPU then misses the kernels of one
+        compiled with its older emitters ("Function ... not found" when it runs)."""
+        done = {k: v for k, v in self.compiled_so_far.items() if k not in RUN_ONCE}
+        kept = {name: serialize(c) for name, c in done.items() if compiled_here(c)}
+        return {name: saved for name, saved in kept.items() if saved is not None}
 
     def _export(self, name: str, fn: Callable, args: tuple) -> Exported | None:
         """``fn`` exported for ``args`` where the executable cache is being filled; ``None``

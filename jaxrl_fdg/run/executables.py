@@ -1,5 +1,5 @@
-"""A cache of programs above JAX's: a run of a configuration seen before lowers its programs from
-StableHLO kept by the run before, without tracing any of the code that made them.
+"""A cache of programs above JAX's: a run of a configuration seen before loads the executables
+the run before compiled and ran, without tracing, lowering or compiling anything.
 
 JAX's persistent compilation cache (:mod:`~jaxrl_fdg.run.compile_cache`) saves XLA's compile,
 but its key is computed from the lowered program, so every run still traces and lowers each
@@ -15,10 +15,17 @@ cache is keyed before any tracing, by what decides the programs:
 * every ``jax.config`` value, ``XLA_FLAGS`` and the other ``JAX_``/``XLA_`` variables, the
   Python version, and the devices (platform, kind, count, the backend's version).
 
-An entry holds each program as StableHLO (:class:`~jaxrl_fdg.policies.exported.Exported`) and
-what tracing taught the fusion mode on the host side (where each metric sits in a chunk's rows).
-The run that writes an entry runs the exported programs too, so every run of the configuration
-runs the same program, which JAX's persistent cache then serves compiled. Entries are written
+An entry holds each program as StableHLO (:class:`~jaxrl_fdg.policies.exported.Exported`),
+what tracing taught the fusion mode on the host side (where each metric sits in a chunk's rows),
+and the executables XLA compiled from that StableHLO (``jax.experimental.serialize_executable``;
+those compiled when the entry is written: ``init`` and the mode's own programs). The run that
+writes an entry runs the exported programs too, so every run of the configuration runs the same
+program: the next loads the executables themselves, in parallel, which is all a warm start then
+waits for; a program without one (an evaluation program, still compiling when the entry was
+written) is lowered from its StableHLO, which traces nothing, and JAX's persistent cache serves
+its compile. Since such an entry exists only for code and settings that ran before, a run that
+finds one skips the environment's contract check too (:func:`check_environment
+<jaxrl_fdg.config.check_environment>`), which traces a reset and a step. Entries are written
 beside JAX's cache (``<cache>-executables/``, at most :data:`MAX_ENTRIES`, the least recently
 used removed first), atomically; one that cannot be read is removed and the run traces.
 
@@ -28,8 +35,9 @@ imported turns the cache off for the process, where Python kept its bytecode (th
 header says from what source it was compiled; without bytecode (``PYTHONDONTWRITEBYTECODE``)
 such an edit is not seen either. ``JAXRL_FDG_EXECUTABLE_CACHE=0`` turns
 it off; so does turning JAX's persistent cache off. Only the ``scan`` mode opts in
-(``Plan.cacheable``); runs of algorithms or environments registered from Python at run time,
-runs across processes, ``--profile trace`` and ``--debug-nans`` are not cached.
+(``Plan.cacheable``), on placements whose programs the shapes describe
+(``Placement.compiles_from_shapes``); runs of algorithms or environments registered from Python
+at run time, runs across processes, ``--profile trace`` and ``--debug-nans`` are not cached.
 """
 
 from __future__ import annotations
@@ -50,21 +58,26 @@ from typing import Any, NamedTuple
 
 import jax
 
-from jaxrl_fdg.policies.exported import Exported
+from jaxrl_fdg.policies.exported import Exported, Serialized
 
 SWITCH = "JAXRL_FDG_EXECUTABLE_CACHE"  # "0" turns the cache off
 MAX_ENTRIES = 64
-FORMAT = 1
+FORMAT = 2
 SUFFIX = ".executables"
 
 
 class Entry(NamedTuple):
-    """What a hit gives: each program's exported form (:class:`Exported`) by name, and what
+    """What a hit gives: each program's exported form (:class:`Exported`) by name, what
     tracing them set on the host side that the fusion mode keeps (where a chunk's metrics sit
-    in its rows)."""
+    in its rows), and the executables the run that stored the entry compiled and ran, by name
+    (:data:`~jaxrl_fdg.policies.exported.Serialized`; those it had compiled by then, where the
+    backend serializes them), and the state ``init`` returned (``None`` where it was too large
+    to keep: ``init`` then runs again)."""
 
     programs: dict[str, Exported]
     traced: Any
+    compiled: dict[str, Serialized]
+    initial: Any = None
 
 
 class ExecutableCache:
@@ -79,6 +92,10 @@ class ExecutableCache:
         self.path = directory / f"{key}{SUFFIX}"
         self.outcome = "traced"
 
+    def holds(self) -> bool:
+        """Whether the folder holds an entry under this key (not yet read: it may not load)."""
+        return self.path.is_file()
+
     def load(self) -> Entry | None:
         """The entry, or ``None`` on a miss. An entry that does not read is removed."""
         try:
@@ -89,7 +106,8 @@ class ExecutableCache:
             saved = pickle.loads(blob)
             if saved.get("format") != FORMAT or saved.get("key") != self.key:
                 raise ValueError("another format")
-            entry = Entry(dict(saved["programs"]), saved["traced"])
+            programs, compiled = dict(saved["programs"]), dict(saved["compiled"])
+            entry = Entry(programs, saved["traced"], compiled, saved["initial"])
             for program in entry.programs.values():
                 program.args  # noqa: B018 (deserializes: a damaged blob raises here)
         except Exception:  # written by another version, cut short, ...: trace instead
@@ -101,12 +119,20 @@ class ExecutableCache:
         self.outcome = "loaded"
         return entry
 
-    def store(self, programs: dict[str, Exported], traced: Any) -> None:
-        """Write the entry (atomically: a reader sees the whole entry or none)."""
+    def store(
+        self,
+        programs: dict[str, Exported],
+        traced: Any,
+        compiled: Mapping[str, Serialized] | None = None,
+        initial: Any = None,
+    ) -> None:
+        """Write the entry (atomically: a reader sees the whole entry or none). ``initial``:
+        the state ``init`` returned, where it is kept (a pytree of arrays, copied to the host
+        as it is pickled)."""
+        entry = {"programs": programs, "traced": traced, "compiled": dict(compiled or {})}
+        entry["initial"] = initial
         try:
-            blob = pickle.dumps(
-                {"format": FORMAT, "key": self.key, "programs": programs, "traced": traced}
-            )
+            blob = pickle.dumps({"format": FORMAT, "key": self.key, **entry})
             self.directory.mkdir(parents=True, exist_ok=True)
             partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.partial")
             partial.write_bytes(blob)
@@ -117,9 +143,11 @@ class ExecutableCache:
             self.outcome = "not stored"
 
 
-def for_run(resolved: Any, extra: Mapping[str, Any]) -> ExecutableCache | None:
-    """The cache entry of the run ``resolved`` describes with programs ``extra`` besides its
-    mode's, or ``None`` where the run is not cached (see the module's docstring)."""
+def for_run(resolved: Any) -> ExecutableCache | None:
+    """The cache entry of the run ``resolved`` describes, or ``None`` where the run is not
+    cached (see the module's docstring). Which programs a run has besides its mode's (its
+    evaluation's, say) follows from its configuration and code, which the key holds; an entry
+    whose programs differ from the run's is not used (``Plan.start``)."""
     compile_cache = jax.config.jax_compilation_cache_dir
     config = resolved.config
     if (
@@ -128,13 +156,14 @@ def for_run(resolved: Any, extra: Mapping[str, Any]) -> ExecutableCache | None:
         or not compile_cache
         or jax.process_count() > 1
         or config.profile == "trace"
+        or not resolved.placement.compiles_from_shapes(resolved.request)
         or not _named_by_code(config.algo, config.env)
     ):
         return None
     from jaxrl_fdg.config import to_mapping
 
     try:
-        key = key_of(to_mapping(resolved), tuple(extra))
+        key = key_of(to_mapping(resolved))
     except Exception:  # ChangedSinceImport (the key would describe the file, not the code
         return None  # that runs), or a JAX without one of the settings read
     return ExecutableCache(directory(Path(compile_cache)), key)
@@ -165,12 +194,11 @@ def enabled() -> bool:
     return os.environ.get(SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def key_of(config: Mapping[str, Any], programs: tuple[str, ...]) -> str:
-    """The key of the programs ``programs`` for the resolved configuration ``config``."""
+def key_of(config: Mapping[str, Any]) -> str:
+    """The key of the programs of the resolved configuration ``config``."""
     material = {
         "format": FORMAT,
         "config": {k: v for k, v in config.items() if k != "out"},
-        "programs": sorted(programs),
         "code": loaded_code(),
         "libraries": library_versions(),
         "jax config": {k: repr(v) for k, v in sorted(jax.config.values.items())},

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxrl_fdg.config import Resolved, TrainConfig, resolve, to_mapping
+from jaxrl_fdg.config import Resolved, TrainConfig, check_environment, resolve, to_mapping
 from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.record import Loop
@@ -33,6 +33,7 @@ from jaxrl_fdg.run.build import build_loop, hazards
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer, NonFiniteError
 from jaxrl_fdg.run.evaluation import check_evaluation, evaluation_function
+from jaxrl_fdg.run.executables import ExecutableCache, for_run
 from jaxrl_fdg.run.run_folder import RunFolder
 from jaxrl_fdg.run.session import Session
 from jaxrl_fdg.run.signals import Signals, signal_of
@@ -154,11 +155,14 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
         from jaxrl_fdg.run import compile_cache
 
         compile_cache.enable()
-    resolved = resolve(given, spec)  # every ConfigError is raised here, before compiling
+    # Every ConfigError is raised here, before compiling; the environment's contract is checked
+    # below (a caller's resolution checked it already).
+    checked = isinstance(given, Resolved)
+    resolved = resolve(given, spec, check_env=False)
     saved = extension.recorded(resume) if resume is not None else None
     longer = extension.extended(resolved.config, saved)
     if longer != resolved.config:  # an extension: the schedules keep the horizon they ran under
-        resolved = resolve(longer, resolved.spec)
+        resolved = resolve(longer, resolved.spec, check_env=False)
     config = resolved.config
     if budget_given and (saved is None or config.total_steps != saved.get("total_steps")):
         _warn_of_steps_left_out(config)
@@ -173,13 +177,21 @@ def _resolve_and_train(config, spec, print_summary, resume, signals: Signals) ->
                 f"--fusion {AUTO_FUSION} and --placement {AUTO_PLACEMENT} choose when a run "
                 "starts; a resumed run goes on with what it chose, which its config.toml names"
             )
+        if not checked:
+            check_environment(resolved.env, resolved.env_params)
+            checked = True
         quiet = not (print_summary or config.progress)
         resolved, chosen = autotune.choose(resolved, out=None if quiet else sys.stderr)
     # JAX's NaN checks hook its jit dispatch; the plans then call programs through it.
     debug_nans = jax.config.jax_debug_nans
     jax.config.update("jax_debug_nans", config.debug_nans)
     try:
-        return _train(resolved, print_summary, resume, signals, chosen)
+        # A run whose programs the executable cache holds has the code and configuration of a
+        # run that passed the environment's check: checking again would trace it for nothing.
+        cache = for_run(resolved)
+        if not checked and (cache is None or not cache.holds()):
+            check_environment(resolved.env, resolved.env_params)
+        return _train(resolved, print_summary, resume, signals, chosen, cache)
     finally:
         jax.config.update("jax_debug_nans", debug_nans)
 
@@ -252,6 +264,7 @@ def _train(
     resume: str | Path | None,
     signals: Signals,
     chosen: dict[str, Any] | None = None,
+    cache: ExecutableCache | None = None,
 ) -> RunResult:
     config = resolved.config
     if not distributed.is_primary():  # process 0 alone shows progress and writes the run folder
@@ -267,17 +280,21 @@ def _train(
     )
     folder, path = startup.folder_of_every_process(resolved, resume)
     try:  # the folder stays locked until the run is over, however it ends
-        return _run(resolved, loop, plan, folder, path, print_summary, resume, signals, chosen)
+        return _run(
+            resolved, loop, plan, folder, path, print_summary, resume, signals, chosen, cache
+        )
     finally:
         if folder is not None:
             folder.release()
 
 
-def _run(resolved, loop, plan, folder, path, print_summary, resume, signals, chosen) -> RunResult:
+def _run(
+    resolved, loop, plan, folder, path, print_summary, resume, signals, chosen, cache
+) -> RunResult:
     """Start (:func:`_open`), train to the end in a :class:`Session`, write the summary
     however the run ends, and close what the run opened."""
     extra, evaluate = _evaluation(resolved, loop, plan, folder)
-    opened = _open(resolved, plan, extra, folder, path, resume, signals)
+    opened = _open(resolved, plan, extra, folder, path, resume, signals, cache)
     session = _session(resolved, plan, folder, opened, evaluate, signals, chosen)
     state = opened.state
     try:
@@ -322,14 +339,14 @@ def _evaluation(
     return {"evaluate": (run_evaluation, lambda state: (state.fragments, keys(0)))}, evaluate
 
 
-def _open(resolved, plan, extra, folder, path, resume, signals: Signals) -> _Opened:
+def _open(resolved, plan, extra, folder, path, resume, signals: Signals, cache) -> _Opened:
     """Everything before the first iteration: the checkpointer (a resume's config checked), the
     first state with the programs compiled, the lanes' folders and the loggers. What stops it
     closes what it opened and is said in the run folder (``startup.stopped_before_training``)."""
     checkpointer, lane_log, rows = None, None, []
     try:
         checkpointer = startup.open_checkpointer(resolved, path, resume)
-        state, rows = startup.start(resolved, plan, extra, checkpointer, folder, resume)
+        state, rows = startup.start(resolved, plan, extra, checkpointer, folder, resume, cache)
         extension.warn_of_schedules(resolved)  # once the run is sure to go on
         lane_log = lanes.open_lanes(folder, resolved, resume, iterations_done(state))
         loggers.attach(resolved.config, folder, lane_log.folders if lane_log else [])

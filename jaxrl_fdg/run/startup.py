@@ -108,6 +108,7 @@ def start(
     checkpointer: Checkpointer | None,
     folder: RunFolder | None,
     resume: str | Path | None,
+    cache: executables.ExecutableCache | None = None,
 ) -> tuple[LoopState, list[dict[str, Any]]]:
     """The compiled plan's initial state (or the checkpoint it resumes from) and the metric
     rows logged before it. Where the shapes describe the programs, all of them compile at once
@@ -115,15 +116,18 @@ def start(
     restores the same shapes, and compiling for the restored arrays instead would lower other
     programs (orbax commits them to their device, which the lowering records), missing the
     compilation cache the run that wrote the checkpoint filled. Otherwise init runs first and
-    the rest compile for its result, or for the restored checkpoint."""
-    key = resolved.placement.initial_key(resolved.request)
+    the rest compile for its result, or for the restored checkpoint. ``cache`` is the run's
+    entry in the executable cache (:func:`executables.for_run`), if it has one."""
+
+    def key() -> jax.Array:
+        return resolved.placement.initial_key(resolved.request)
+
     from_shapes = resolved.placement.compiles_from_shapes(resolved.request)
     with sweep_errors(resolved), memory_errors(resolved):
         if from_shapes:  # checked for memory before init makes its state
-            cache = executables.for_run(resolved, extra)
             state = plan.start(key, extra, lambda p: memory.check_programs(resolved, p), cache)
         else:
-            state = plan.init(key)
+            state = plan.init(key())
         block_until_ready(state)  # a state too large for memory fails here, not in a chunk
     rows: list[dict[str, Any]] = []
     if resume is not None:

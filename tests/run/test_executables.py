@@ -96,6 +96,79 @@ def test_a_program_that_cannot_be_exported_compiles_as_usual_and_stores_nothing(
     assert not cache.exists()
 
 
+@pytest.fixture
+def fresh_jax_cache(tmp_path, monkeypatch):
+    """JAX's persistent cache in a folder of this test's own, empty: the first compile of a
+    program is XLA's, not a load of an earlier test session's."""
+    from jax._src import compilation_cache
+
+    before = (
+        jax.config.jax_compilation_cache_dir,
+        jax.config.jax_persistent_cache_min_compile_time_secs,
+    )
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "xla"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # every program kept
+    compilation_cache.reset_cache()
+    yield
+    jax.config.update("jax_compilation_cache_dir", before[0])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", before[1])
+    compilation_cache.reset_cache()
+
+
+def _entry(folder: Path) -> executables.Entry:
+    (path,) = folder.glob(f"*{executables.SUFFIX}")
+    return executables.ExecutableCache(folder, path.name.removesuffix(executables.SUFFIX)).load()
+
+
+def test_an_executable_compiled_here_is_kept_and_loaded_with_the_initial_state(
+    cache, tiny, fresh_jax_cache
+):
+    # A learning rate no other test compiles: the scan program is compiled here, by XLA.
+    config = tiny.replace(hparams={**tiny.hparams, "lr": 1.2345e-4})
+    first = rl.train(config)
+    entry = _entry(cache)
+    assert set(entry.compiled) == {"scan"}  # init is compiled with options of its own: not kept
+    assert entry.initial is not None
+    second = rl.train(config)  # starts from the kept state and runs the kept executable
+    assert second.summary["executables"] == "loaded"
+    assert "init" not in second.summary["timing"]["programs"]
+    assert_same_state(first.state, second.state)
+    assert_same_bits(first.metrics, second.metrics)
+
+
+def test_an_executable_xla_did_not_compile_here_is_not_kept(
+    cache, tiny, fresh_jax_cache, monkeypatch
+):
+    # JAX's persistent cache answers the second run's compiles, not XLA, and the entry keeps
+    # StableHLO only (XLA:CPU serializes an executable that cache loaded again without its
+    # kernels). An initial state larger than allowed is not kept either: init runs again.
+    from jaxrl_fdg.policies import plan
+
+    monkeypatch.setattr(plan, "INITIAL_STATE_BYTES", 0)
+    rl.train(tiny)  # fills JAX's persistent cache
+    for path in cache.iterdir():
+        path.unlink()
+    first = rl.train(tiny)
+    entry = _entry(cache)
+    assert (entry.compiled, entry.initial) == ({}, None)
+    second = rl.train(tiny)
+    assert second.summary["executables"] == "loaded"
+    assert "init" in second.summary["timing"]["programs"]
+    assert_same_state(first.state, second.state)
+
+
+def test_only_a_run_the_cache_misses_checks_its_environment(cache, tiny, monkeypatch):
+    from jaxrl_fdg.run import runner
+
+    checked = []
+    real = runner.check_environment
+    monkeypatch.setattr(runner, "check_environment", lambda *a: checked.append(real(*a)))
+    assert rl.train(tiny).summary["executables"] == "stored" and len(checked) == 1
+    assert rl.train(tiny).summary["executables"] == "loaded" and len(checked) == 1
+    monkeypatch.setenv(executables.SWITCH, "0")  # no cache: always checked
+    assert rl.train(tiny).summary["executables"] == "traced" and len(checked) == 2
+
+
 def test_a_changed_hyperparameter_misses(cache, tiny):
     assert rl.train(tiny).summary["executables"] == "stored"
     changed = tiny.replace(hparams={**tiny.hparams, "clip_eps": 0.1})
@@ -129,31 +202,31 @@ def test_a_cache_folder_that_cannot_be_written_costs_only_the_trace(cache, tiny,
 
 def test_the_key_changes_with_jaxlib_jax_settings_xla_flags_and_the_config(tiny, monkeypatch):
     mapping = to_mapping(resolve(tiny))
-    key = executables.key_of(mapping, ())
-    assert executables.key_of(mapping, ()) == key
-    assert executables.key_of({**mapping, "out": "elsewhere"}, ()) == key
-    assert executables.key_of({**mapping, "seed": 1}, ()) != key
-    assert executables.key_of(mapping, ("evaluate",)) != key
+    key = executables.key_of(mapping)
+    assert executables.key_of(mapping) == key
+    assert executables.key_of({**mapping, "out": "elsewhere"}) == key
+    assert executables.key_of({**mapping, "seed": 1}) != key
+    assert executables.key_of({**mapping, "eval_every": 64}) != key
     installed = executables.library_versions()
     monkeypatch.setattr(executables, "library_versions", lambda: {**installed, "jaxlib": "0.0.1"})
-    assert executables.key_of(mapping, ()) != key
+    assert executables.key_of(mapping) != key
     monkeypatch.undo()
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
-    assert executables.key_of(mapping, ()) != key
+    assert executables.key_of(mapping) != key
     monkeypatch.delenv("XLA_FLAGS")
     with jax.default_matmul_precision("highest"):
-        assert executables.key_of(mapping, ()) != key
+        assert executables.key_of(mapping) != key
 
 
 def test_runs_the_key_cannot_describe_are_not_cached(cache, tiny, monkeypatch):
     resolved = resolve(tiny)
-    assert executables.for_run(resolved, {}) is not None
-    assert executables.for_run(resolve(tiny.replace(profile="trace")), {}) is None
+    assert executables.for_run(resolved) is not None
+    assert executables.for_run(resolve(tiny.replace(profile="trace"))) is None
     spec = rl.algorithm.get("ppo")._replace(name="ppo-registered-here")
     monkeypatch.setitem(rl.algorithm._REGISTRY, spec.name, spec)
-    assert executables.for_run(resolve(tiny.replace(algo=spec.name)), {}) is None
+    assert executables.for_run(resolve(tiny.replace(algo=spec.name))) is None
     monkeypatch.setenv(executables.SWITCH, "0")
-    assert executables.for_run(resolved, {}) is None
+    assert executables.for_run(resolved) is None
 
 
 def test_a_file_changed_after_import_turns_the_cache_off(cache, tiny, tmp_path, monkeypatch):
@@ -165,9 +238,9 @@ def test_a_file_changed_after_import_turns_the_cache_off(cache, tiny, tmp_path, 
     monkeypatch.setattr(executables, "_SEEN", ("changed_helper",))
     monkeypatch.setattr(executables, "_framework_files", list)  # this module alone is looked at
     try:
-        assert executables.for_run(resolve(tiny), {}) is not None
+        assert executables.for_run(resolve(tiny)) is not None
         module.write_text("X = 2  # edited after the import, not reloaded\n")
-        assert executables.for_run(resolve(tiny), {}) is None
+        assert executables.for_run(resolve(tiny)) is None
     finally:
         sys.modules.pop("changed_helper", None)
 
@@ -200,3 +273,39 @@ def test_a_changed_algorithm_file_misses_in_a_fresh_process(tmp_path):
     assert run() == "loaded"
     algorithm.write_text(algorithm.read_text() + "\n# a comment: the file changed\n")
     assert run() == "stored"
+
+
+_TINY = """
+import json, sys
+import jaxrl_fdg as rl
+result = rl.train(rl.TrainConfig(total_steps=2 * 8 * 2, num_envs=2, rollout_len=8, out=None,
+    progress=False, hparams={"num_minibatches": 2, "update_epochs": 1}))
+print(json.dumps([result.summary["executables"], result.summary["final_return"],
+                  sorted(result.summary["timing"]["programs"])]))
+"""
+
+
+@pytest.mark.full
+def test_fresh_processes_load_the_executables_xla_compiled_and_only_those(tmp_path):
+    env = {**os.environ, executables.SWITCH: "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+
+    def run() -> list:
+        proc = subprocess.run(
+            [sys.executable, "-c", _TINY], capture_output=True, text=True, env=env,
+            cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    made, final, _ = run()  # XLA compiles: the entry keeps the executable and the state
+    assert made == "stored"
+    assert run() == ["loaded", final, ["scan"]]  # neither init nor a compile
+    folder = next((tmp_path / "cache").rglob("*-executables"))
+    assert set(_entry(folder).compiled) == {"scan"}
+    shutil.rmtree(folder)
+    # JAX's persistent cache serves the compiles now: the entry keeps no executable (one that
+    # cache loaded would be kept without its kernels), and the next run lowers the program.
+    assert run()[0] == "stored"
+    assert _entry(folder).compiled == {}
+    assert run() == ["loaded", final, ["scan"]]
