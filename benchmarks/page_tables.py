@@ -330,13 +330,21 @@ def warm_start(r: dict[str, dict]) -> str:
         "jax-cache": "JAX's compilation cache (the executable cache off)",
         "executable-cache": "JAX's and the executable cache",
     }
-    rows = [[names[k], _s(x[k]["start_s"]), _s(x[k]["compile_s"])] for k in names]
     c = report["config"]
+    rows = [[names[k], _s(x[k]["start_s"]), _s(x[k]["compile_s"])] for k in names]
+    baseline, before = c.get("baseline"), ""
+    if baseline:  # another install, measured in the same repeats
+        commit = (baseline.get("commit") or "another commit")[:7]
+        before = f" Rows naming {commit} are that commit's install, in the same repeats."
+        for k in names:
+            b = x.get(f"baseline {k}")
+            if b is not None:
+                rows.append([f"{names[k]}, {commit}", _s(b["start_s"]), _s(b["compile_s"])])
     return (
         f"`jaxrl-fdg train` ({c['algo']} on {c['env']}) in fresh processes, by what its caches "
         f"hold; medians of {c['repeats']} repeats, the states taking turns. Importing what "
-        f"`train` imports before it starts takes {_s(x['import_s']['median'])} s of each.\n\n"
-        + _table(["caches", "launch to first iteration s", "compile s"], rows)
+        f"`train` imports before it starts takes {_s(x['import_s']['median'])} s of each."
+        f"{before}\n\n" + _table(["caches", "launch to first iteration s", "compile s"], rows)
     )
 
 

@@ -4,6 +4,7 @@ executable cache off: what every run met before it existed), and both (``executa
 
     python benchmarks/warm_start.py               # writes benchmarks/results/warm_start.json
     python benchmarks/warm_start.py --repeats 2   # a quick look
+    python benchmarks/warm_start.py --baseline /tmp/base-venv/bin/python   # before and after
 
 **What is measured.** Each run is ``python -m jaxrl_fdg train --total-steps N --out DIR
 --no-progress`` in a fresh process, its caches in a fresh ``XDG_CACHE_HOME``; a warm state is
@@ -33,16 +34,18 @@ from time_to_result import Tail, _environ, watch
 
 RESULTS = Path(__file__).parent / "results"
 STATES = ("cold", "jax-cache", "executable-cache")
+BASELINE = "baseline"  # --baseline: the rows of the other install
 TOTAL_STEPS = 40_960  # two metrics rows of the default PPO; the first comes after 20,480 steps
 
 
-def once(state: str, budget_s: float) -> dict:
-    """One measured run in ``state``, after the run that fills its caches (none when cold)."""
+def once(state: str, budget_s: float, python: str = sys.executable) -> dict:
+    """One measured run in ``state`` by ``python``'s install, after the run that fills its
+    caches (none when cold)."""
     with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as cache:
         out = Path(out)
         env = _environ(Path(cache))
         env["JAXRL_FDG_EXECUTABLE_CACHE"] = "0" if state == "jax-cache" else "1"
-        command = [sys.executable, "-m", "jaxrl_fdg", "train", "--total-steps", str(TOTAL_STEPS)]
+        command = [python, "-m", "jaxrl_fdg", "train", "--total-steps", str(TOTAL_STEPS)]
         command += ["--out", str(out), "--no-progress", "--run-name"]
         if state != "cold":
             subprocess.run([*command, "prime"], cwd=out, env=env, check=True, capture_output=True)
@@ -63,6 +66,18 @@ def once(state: str, budget_s: float) -> dict:
         "executables": summary.get("executables"),
         "stop": watched.stop,
     }
+
+
+def _commit(python: str) -> str | None:
+    """The commit of the repository ``python``'s install of jaxrl_fdg was made from."""
+    where = subprocess.run(
+        [python, "-c", "import jaxrl_fdg, os; print(os.path.dirname(jaxrl_fdg.__file__))"],
+        capture_output=True, text=True, cwd=tempfile.gettempdir(), env=_environ(),
+    )  # fmt: skip
+    found = subprocess.run(
+        ["git", "-C", where.stdout.strip(), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
+    return found.stdout.strip() or None
 
 
 def import_seconds() -> float:
@@ -87,16 +102,25 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--out", default=str(RESULTS / "warm_start.json"))
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="another install's Python (an earlier commit's, say): each state is measured on "
+        "it too, in the same repeats, as the rows 'baseline <state>'",
+    )
     args = parser.parse_args()
 
     from jaxrl_fdg.profiling import write_report
 
-    runs: dict[str, list[dict]] = {state: [] for state in STATES}
+    states = {state: (state, sys.executable) for state in STATES}
+    for state in STATES if args.baseline else ():
+        states[f"{BASELINE} {state}"] = (state, args.baseline)
+    runs: dict[str, list[dict]] = {state: [] for state in states}
     imports = []
     for repeat in range(args.repeats):
-        for state in STATES:
-            runs[state].append(once(state, args.budget_s))
-            print(f"repeat {repeat} {state}: {runs[state][-1]}", flush=True)
+        for name, (state, python) in states.items():
+            runs[name].append(once(state, args.budget_s, python))
+            print(f"repeat {repeat} {name}: {runs[name][-1]}", flush=True)
         imports.append(import_seconds())
     results = {
         state: {
@@ -108,6 +132,7 @@ def main() -> None:
         for state, measured in runs.items()
     }
     results["import_s"] = {"median": statistics.median(imports), "runs": imports}
+    baseline = args.baseline and {"python": args.baseline, "commit": _commit(args.baseline)}
     write_report(
         args.out,
         "warm_start",
@@ -117,6 +142,7 @@ def main() -> None:
             "total_steps": TOTAL_STEPS,
             "repeats": args.repeats,
             "python": sys.executable,
+            "baseline": baseline,
             "cpus": os.cpu_count(),
         },
         results,
@@ -124,7 +150,7 @@ def main() -> None:
     )
     print("| caches | launch to first iteration s | compile s |")
     print("|---|---:|---:|")
-    for state in STATES:
+    for state in states:
         r = results[state]
         print(f"| {state} | {r['start_s']:.2f} | {r['compile_s']:.2f} |")
     print(f"importing what train imports: {results['import_s']['median']:.2f} s")
