@@ -122,8 +122,7 @@ class Plan:
         """Whether program ``name``, compiled for ``args``, donates its first argument."""
         if name not in self.donating or jax.config.jax_debug_nans:
             return False
-        state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(args[0]))
-        return state_bytes >= DONATE_BYTES
+        return _nbytes(args[0]) >= DONATE_BYTES
 
     def start(
         self,

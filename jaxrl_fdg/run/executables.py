@@ -17,14 +17,16 @@ cache is keyed before any tracing, by what decides the programs:
 
 An entry holds each program as StableHLO (:class:`~jaxrl_fdg.policies.exported.Exported`),
 what tracing taught the fusion mode on the host side (where each metric sits in a chunk's rows),
-and the executables XLA compiled from that StableHLO (``jax.experimental.serialize_executable``;
-those compiled when the entry is written: ``init`` and the mode's own programs). The run that
-writes an entry runs the exported programs too, so every run of the configuration runs the same
-program: the next loads the executables themselves, in parallel, which is all a warm start then
-waits for; a program without one (an evaluation program, still compiling when the entry was
-written) is lowered from its StableHLO, which traces nothing, and JAX's persistent cache serves
-its compile. Since such an entry exists only for code and settings that ran before, a run that
-finds one skips the environment's contract check too (:func:`check_environment
+the executables XLA compiled from that StableHLO in the writing process
+(``jax.experimental.serialize_executable``: the mode's own programs, not ``init``, which is
+compiled with options of its own), and the state ``init`` returned where it is small. The run
+that writes an entry runs the exported programs too, so every run of the configuration runs the
+same program: the next loads the executables themselves and starts from the kept state, which
+is all a warm start then waits for; a program without an executable (an evaluation program,
+still compiling when the entry was written; ``init`` where its state was too large) is lowered
+from its StableHLO, which traces nothing, and JAX's persistent cache serves its compile. Since
+such an entry exists only for code and settings that ran before, a run that finds one skips the
+environment's contract check too (:func:`check_environment
 <jaxrl_fdg.config.check_environment>`), which traces a reset and a step. Entries are written
 beside JAX's cache (``<cache>-executables/``, at most :data:`MAX_ENTRIES`, the least recently
 used removed first), atomically; one that cannot be read is removed and the run traces.
@@ -130,9 +132,8 @@ class ExecutableCache:
         the state ``init`` returned, where it is kept (a pytree of arrays, copied to the host
         as it is pickled)."""
         entry = {"programs": programs, "traced": traced, "compiled": dict(compiled or {})}
-        entry["initial"] = initial
         try:
-            blob = pickle.dumps({"format": FORMAT, "key": self.key, **entry})
+            blob = pickle.dumps({"format": FORMAT, "key": self.key, **entry, "initial": initial})
             self.directory.mkdir(parents=True, exist_ok=True)
             partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.partial")
             partial.write_bytes(blob)
