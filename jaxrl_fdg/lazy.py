@@ -25,7 +25,7 @@ def names(
         value = namespace[name] = getattr(importlib.import_module(module), name)
         return value
 
-    def __dir__() -> list[str]:
-        return sorted({*namespace, *module_of})
+    def __dir__() -> list[str]:  # the submodules a package names in __all__ too
+        return sorted({*namespace, *module_of, *namespace.get("__all__", ())})
 
     return __getattr__, __dir__

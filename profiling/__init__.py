@@ -51,8 +51,4 @@ _TIMERS += ("install_compile_listener", "scope", "scope_overhead")
 _MODULE_OF = {name: "jaxrl_fdg.profiling.report" for name in _REPORT}
 _MODULE_OF |= {name: "jaxrl_fdg.profiling.timers" for name in _TIMERS}
 
-__getattr__, _dir = lazy.names(__name__, _MODULE_OF, globals())
-
-
-def __dir__() -> list[str]:
-    return sorted({*_dir(), *__all__})
+__getattr__, __dir__ = lazy.names(__name__, _MODULE_OF, globals())

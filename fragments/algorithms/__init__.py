@@ -54,8 +54,4 @@ __all__ = [
     "value_decomposition",
 ]
 
-__getattr__, _dir = lazy.names(__name__, {}, globals())
-
-
-def __dir__() -> list[str]:
-    return sorted({*_dir(), *__all__})
+__getattr__, __dir__ = lazy.names(__name__, {}, globals())
