@@ -5,7 +5,8 @@ executable XLA compiled from it, to be loaded without lowering or compiling anyt
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
@@ -20,9 +21,10 @@ class Exported:
     shapes it takes: ``jax.jit(function).lower(*args)`` embeds the StableHLO without tracing
     any of the code that made it."""
 
-    def __init__(self, blob: bytes, in_tree: Any, out_tree: Any):
+    def __init__(self, blob: bytes, in_tree: Any, out_tree: Any, calls_lapack: bool | None = None):
         self.blob, self.in_tree, self.out_tree = blob, in_tree, out_tree
         self._exported: Any = None
+        self._calls_lapack = calls_lapack
 
     @classmethod
     def of(cls, fn: Callable, args: tuple) -> Exported:
@@ -55,6 +57,14 @@ class Exported:
         """The shapes the program takes, as the pytrees it was exported for."""
         return _shapes(self.in_tree, self._program().in_avals)
 
+    def calls_lapack(self) -> bool:
+        """Whether the program calls one of the CPU's LAPACK kernels: a custom call whose target
+        is ``lapack_...``, as JAX names every one. Read from the program's text once (about
+        0.03 s for a PPO iteration) and, once read, kept with it when it is pickled."""
+        if self._calls_lapack is None:
+            self._calls_lapack = bool(_LAPACK_CALL.search(self._program().mlir_module()))
+        return self._calls_lapack
+
     def function(self) -> Callable:
         program, out_tree = self._program(), self.out_tree
 
@@ -64,10 +74,19 @@ class Exported:
         return call
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"blob": self.blob, "in_tree": self.in_tree, "out_tree": self.out_tree}
+        return {
+            "blob": self.blob,
+            "in_tree": self.in_tree,
+            "out_tree": self.out_tree,
+            "calls_lapack": self._calls_lapack,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["blob"], state["in_tree"], state["out_tree"])
+        self.__init__(**state)
+
+
+# A custom call to one of the CPU's LAPACK kernels, in the pretty or the generic printed form.
+_LAPACK_CALL = re.compile(r'custom_call @lapack_|call_target_name = "lapack_')
 
 
 def _shapes(tree: Any, avals: Any) -> Any:
@@ -99,14 +118,16 @@ def load(saved: Serialized) -> Any:
     return serialize_executable.deserialize_and_load(*saved)
 
 
-def kernels_setup() -> Callable[[], None] | None:
+def kernels_setup(loading: Iterable[Exported]) -> Callable[[], None] | None:
     """What lowering an exported program does first on CPU, and a program loaded without
-    lowering needs before it runs: pointing XLA's LAPACK kernels (QR, Cholesky, ...) at the
-    BLAS and LAPACK routines of scipy, which JAX imports for it (about 0.1 s). Returned as a
-    function to call once the loads are under way (nothing to do off CPU); ``None`` where this
-    JAX does it otherwise than JAX 0.10 did: the caller then lowers its programs, which does
-    it."""
-    if jax.default_backend() != "cpu":
+    lowering needs before it runs if it calls LAPACK (QR, Cholesky, ...): pointing XLA's LAPACK
+    kernels at the BLAS and LAPACK routines of scipy, which JAX imports for it (about 0.08 s;
+    a program that calls LAPACK without it crashes the process). Returned as a function to call
+    once the loads of ``loading`` (the programs whose executables load) are under way; it does
+    nothing off CPU or where none of them calls LAPACK (:meth:`Exported.calls_lapack`). ``None``
+    where this JAX does the setup otherwise than JAX 0.10 did: the caller then lowers its
+    programs, which does it."""
+    if jax.default_backend() != "cpu" or not any(p.calls_lapack() for p in loading):
         return lambda: None
     try:  # JAX's own call, made before any CPU program it lowers from StableHLO
         from jax._src.lax import linalg

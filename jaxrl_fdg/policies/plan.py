@@ -208,7 +208,10 @@ class Plan:
             cache.outcome = "not stored"
             return
         initial = state if _nbytes(state) <= INITIAL_STATE_BYTES else None
-        cache.store(exports, self._traced_state(), self._serialized(), initial)
+        compiled = self._serialized()
+        for name in compiled:  # read now, so that loading the executable need not read it
+            exports[name].calls_lapack()
+        cache.store(exports, self._traced_state(), compiled, initial)
 
     def _own_names(self) -> tuple[str, ...]:
         """The names of this mode's own programs, known without tracing."""
@@ -235,11 +238,11 @@ class Plan:
         its StableHLO instead. The programs ``skip`` names are not needed (``init``, where the
         entry holds the state it returns)."""
         programs = {name: p for name, p in programs.items() if name not in skip}
-        setup = kernels_setup()
-        if setup is None:
-            executables = {}  # this JAX readies them otherwise: lowering the programs does it
-        self._compiling = compiler = Compiler(self.timings)
         loaded = {name for name in programs if name in executables}
+        setup = kernels_setup(programs[name] for name in loaded)
+        if setup is None:
+            loaded = set()  # this JAX readies them otherwise: lowering the programs does it
+        self._compiling = compiler = Compiler(self.timings)
         try:
             for name in loaded:
                 compiler.submit_load(name, executables[name])

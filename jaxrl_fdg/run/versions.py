@@ -58,10 +58,23 @@ def installed(distributions: tuple[str, ...]) -> dict[str, str]:
     found = {}
     for name in distributions:
         try:
-            found[name] = importlib.metadata.version(name)
+            found[name] = _version(importlib.metadata.distribution(name))
         except importlib.metadata.PackageNotFoundError:
             found[name] = "not installed"
     return found
+
+
+def _version(distribution: importlib.metadata.Distribution) -> str:
+    """``distribution.version``, read from the metadata's header lines alone: parsing the whole
+    file as ``.version`` does (a long description included) costs about 0.5 ms a package, on
+    the way to every run's first iteration."""
+    text = distribution.read_text("METADATA") or distribution.read_text("PKG-INFO") or ""
+    for line in text.splitlines():
+        if not line:
+            break  # the end of the header
+        if line.startswith("Version:"):
+            return line.removeprefix("Version:").strip()
+    return distribution.version
 
 
 def code_digests(config: Mapping[str, Any]) -> dict[str, str]:

@@ -121,14 +121,19 @@ def _entry(folder: Path) -> executables.Entry:
 
 
 def test_an_executable_compiled_here_is_kept_and_loaded_with_the_initial_state(
-    cache, tiny, fresh_jax_cache
+    cache, tiny, fresh_jax_cache, monkeypatch
 ):
+    from jax._src.lax import linalg
+
     # A learning rate no other test compiles: the scan program is compiled here, by XLA.
     config = tiny.replace(hparams={**tiny.hparams, "lr": 1.2345e-4})
     first = rl.train(config)
     entry = _entry(cache)
     assert set(entry.compiled) == {"scan"}  # init is compiled with options of its own: not kept
     assert entry.initial is not None
+    assert entry.programs["scan"].calls_lapack() is False  # read when stored, not when loaded
+    # PPO's iteration calls no LAPACK kernel: its load does not set them up (init's QR does).
+    monkeypatch.setattr(linalg, "initialize_lapack", lambda: pytest.fail("set up LAPACK"))
     second = rl.train(config)  # starts from the kept state and runs the kept executable
     assert second.summary["executables"] == "loaded"
     assert "init" not in second.summary["timing"]["programs"]

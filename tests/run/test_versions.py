@@ -2,6 +2,7 @@
 differences between two sets, and ``versions.json``, one entry per stretch of the run, added only
 where the versions changed."""
 
+import importlib.metadata
 import json
 
 import jax
@@ -16,6 +17,20 @@ def test_current_names_every_package_python_and_the_device():
     assert now["jax"] == jax.__version__
     assert now["device"].startswith(f"{jax.devices()[0].platform}: ")
     assert now["jax_enable_x64"] == str(jax.config.jax_enable_x64)
+
+
+def test_versions_read_from_the_metadata_header_are_the_ones_importlib_reads():
+    from jaxrl_fdg.run.executables import LIBRARIES
+
+    names = (*versions.PACKAGES, *LIBRARIES, "no-such-distribution")
+    expected = {}
+    for name in names:
+        try:
+            expected[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            expected[name] = "not installed"
+    assert versions.installed(names) == expected
+    assert expected["no-such-distribution"] == "not installed"
 
 
 def test_the_users_code_is_recorded_by_the_digest_of_its_content(tmp_path):
