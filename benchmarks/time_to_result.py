@@ -328,10 +328,19 @@ class Watched(NamedTuple):
     log: str  # the end of the child's output
 
 
-def watch(command: list[str], *, cwd: Path, env: dict, budget_s: float, check: Callable) -> Watched:
-    """Launch ``command`` and call ``check(elapsed)`` every :data:`POLL_S` seconds until it
-    returns something (then kill the child: only the time is wanted), the child exits, or
-    ``budget_s`` passes. The child's output goes to ``cwd/child.log``."""
+def watch(
+    command: list[str],
+    *,
+    cwd: Path,
+    env: dict,
+    budget_s: float,
+    check: Callable,
+    poll_s: float = POLL_S,
+) -> Watched:
+    """Launch ``command`` and call ``check(elapsed)`` every ``poll_s`` seconds until it returns
+    something (then kill the child: only the time is wanted), the child exits, or ``budget_s``
+    passes. The child's output goes to ``cwd/child.log``. A time found is late by up to
+    ``poll_s``."""
     log_path = cwd / "child.log"
     with open(log_path, "wb") as log:
         start = time.monotonic()
@@ -353,7 +362,7 @@ def watch(command: list[str], *, cwd: Path, env: dict, budget_s: float, check: C
                     return Watched(None, None, stop, _end(log_path))
                 if elapsed > budget_s:
                     return Watched(None, None, "wall budget", _end(log_path))
-                time.sleep(POLL_S)
+                time.sleep(poll_s)
         finally:
             if child.poll() is None:
                 os.killpg(child.pid, signal.SIGKILL)  # its own session: the child and its threads
