@@ -269,7 +269,7 @@ def loaded_code() -> dict[str, str]:
             continue  # Python's own (the key holds Python's version)
         elif path.startswith(libraries):
             if "." not in name:
-                found[f"module {name}"] = _stamp(module, path)
+                found[f"module {name}"] = _stamp(path)
         elif path.endswith(".py"):
             found[path] = _digest(path, module)
     return found
@@ -324,13 +324,16 @@ def _changed_since_compiled(module: Any, stat: os.stat_result) -> bool:
     return (int(stat.st_mtime) & 0xFFFFFFFF, stat.st_size & 0xFFFFFFFF) != (mtime, size)
 
 
-def _stamp(module: Any, path: str) -> str:
-    """A library module's version and the size and time of its file (a reinstall rewrites it)."""
+def _stamp(path: str) -> str:
+    """A library module's file's size and time (a reinstall rewrites it; the versions of the
+    libraries that make programs are in the key apart). Nothing is asked of the module itself: a
+    package imported in part (gymnax, :mod:`jaxrl_fdg.envs.gymnax_imports`) runs its whole
+    ``__init__`` on the first attribute it lacks, seaborn and scipy.stats included."""
     try:
         stat = os.stat(path)
     except OSError:
         return "unreadable"
-    return f"{getattr(module, '__version__', '')} {stat.st_size} {stat.st_mtime_ns}"
+    return f"{stat.st_size} {stat.st_mtime_ns}"
 
 
 def _library_roots() -> tuple[str, ...]:

@@ -56,3 +56,23 @@ print(json.dumps({
 """
     )
     assert out == {"ids": True, "classes": True}
+
+
+def test_the_executable_caches_key_leaves_gymnax_imported_in_part():
+    # The key stamps every library module a process imported; asking the part-imported gymnax
+    # package for its __version__ ran its whole __init__ (1.1 s of a MinAtar warm start).
+    out = _run(
+        f"""
+import json, sys
+from jaxrl_fdg import envs
+from jaxrl_fdg.run import executables
+envs.make("gymnax/Breakout-MinAtar")
+code = executables.loaded_code()
+print(json.dumps({{
+    "heavy": [m for m in {HEAVY!r} if m in sys.modules],
+    "whole": "gymnax.registration" in sys.modules,
+    "stamped": "module gymnax" in code,
+}}))
+"""
+    )
+    assert out == {"heavy": [], "whole": False, "stamped": True}
