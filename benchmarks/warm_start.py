@@ -9,13 +9,13 @@ executable cache off: what every run met before it existed), and both (``executa
 **What is measured.** Each run is ``python -m jaxrl_fdg train --total-steps N --out DIR
 --no-progress`` in a fresh process, its caches in a fresh ``XDG_CACHE_HOME``; a warm state is
 made by one run of the same command before, to its end. Python writes and reads bytecode, as by
-default (``time_to_result._environ``). ``start_s``: launch until the training
-loop started, as ``benchmarks/time_to_result.py`` measures it (the first metrics row's time, as
-this process sees it appear, looked for every 5 ms, less the row's own ``wall_s``). ``compile_s``: the run's own figure
-(``summary.json``), the wall time it waited for its programs. ``import_s``: a fresh process that
-imports what ``train`` imports before it starts (``jaxrl_fdg.cli.common``, the runner), less a
-fresh process that imports nothing. The states take turns in each repeat (cold, JAX's cache,
-both), so a slower minute of the machine is shared; medians over repeats.
+default (``time_to_result._environ``). ``start_s``: launch until the training loop started, as
+``benchmarks/time_to_result.py`` measures it (the first metrics row's time, as this process sees
+it appear, looked for every 5 ms, less the row's own ``wall_s``). ``compile_s``: the run's own
+figure (``summary.json``), the wall time it waited for its programs. ``import_s``: a fresh
+process that imports what ``train`` imports before it starts (``jaxrl_fdg.cli.common``, the
+runner), less a fresh process that imports nothing. The states take turns in each repeat
+(cold, JAX's cache, both), so a slower minute of the machine is shared; medians over repeats.
 """
 
 from __future__ import annotations
