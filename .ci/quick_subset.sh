@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A quick subset on another Python: the core and command-line tests, the on-policy fusion-mode
-# sweep and one training run, in a fresh virtual environment with the newest JAX the pin allows,
+# sweep, the exported programs (which read LAPACK calls from JAX's printed StableHLO) and one
+# training run, in a fresh virtual environment with the newest JAX the pin allows,
 # or the one a constraint names.
 #   bash .ci/quick_subset.sh 3.13
 #   bash .ci/quick_subset.sh 3.12 "jax<0.12"
@@ -21,5 +22,6 @@ constraints=$(mktemp)
 echo "$constraint" > "$constraints"
 "$venv/bin/pip" install -q -c "$constraints" -e . pytest pytest-timeout pytest-xdist hypothesis
 "$venv/bin/python" -c "import sys, jax; print(f'quick subset: Python {sys.version.split()[0]}, JAX {jax.__version__}')"
-"$venv/bin/python" -m pytest tests/core tests/cli tests/policies/test_fusion.py -p no:cacheprovider -q
+"$venv/bin/python" -m pytest tests/core tests/cli tests/policies/test_fusion.py \
+    tests/policies/test_exported.py -p no:cacheprovider -q
 (cd "$(mktemp -d)" && "$OLDPWD/$venv/bin/jaxrl-fdg" train --total-steps 20480 --out '' --no-progress | grep -E '^(completed|final return)')

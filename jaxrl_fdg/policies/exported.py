@@ -62,7 +62,11 @@ class Exported:
         is ``lapack_...``, as JAX names every one. Read from the program's text once (about
         0.03 s for a PPO iteration) and, once read, kept with it when it is pickled."""
         if self._calls_lapack is None:
-            self._calls_lapack = bool(_LAPACK_CALL.search(self._program().mlir_module()))
+            try:
+                text = self._program().mlir_module()
+            except Exception:  # a JAX that cannot print it: assume it may, and set them up
+                return True
+            self._calls_lapack = bool(_LAPACK_CALL.search(text))
         return self._calls_lapack
 
     def function(self) -> Callable:
