@@ -68,9 +68,9 @@ else:
 
 def test_an_executable_that_calls_lapack_loads_and_runs_in_a_fresh_process(tmp_path):
     kept = tmp_path / "qr.pkl"
-    for step_ in ("write", "read"):
+    for stage in ("write", "read"):
         done = subprocess.run(
-            [sys.executable, "-c", _QR_SCRIPT, step_, str(kept)],
+            [sys.executable, "-c", _QR_SCRIPT, stage, str(kept)],
             cwd=ROOT,
             capture_output=True,
             text=True,

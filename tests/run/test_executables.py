@@ -131,7 +131,7 @@ def test_an_executable_compiled_here_is_kept_and_loaded_with_the_initial_state(
     entry = _entry(cache)
     assert set(entry.compiled) == {"scan"}  # init is compiled with options of its own: not kept
     assert entry.initial is not None
-    assert entry.programs["scan"].calls_lapack() is False  # read when stored, not when loaded
+    assert entry.programs["scan"]._calls_lapack is False  # read when stored, not when loaded
     # PPO's iteration calls no LAPACK kernel: its load does not set them up (init's QR does).
     monkeypatch.setattr(linalg, "initialize_lapack", lambda: pytest.fail("set up LAPACK"))
     second = rl.train(config)  # starts from the kept state and runs the kept executable
