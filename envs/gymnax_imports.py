@@ -11,16 +11,14 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
-import importlib
-import importlib.machinery
 import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
+from jaxrl_fdg.envs.partial_imports import import_alone
 
 
 def gymnax_factory(env_id: str) -> Callable[..., Any]:
@@ -80,45 +78,3 @@ def _builtin_modules() -> dict[str, tuple[str, str]]:
         for env_id, (module, name) in builtins.items()
         if module in suite_of
     }
-
-
-def import_alone(name: str) -> ModuleType:
-    """Import module ``name`` without running its parent packages' ``__init__`` where they are
-    not imported yet: each such parent is registered empty, with its path, and runs its
-    ``__init__`` the first time an attribute it lacks is asked for (``gymnax.make``). A
-    submodule asked for as an attribute (``from gymnax.environments import spaces``) is
-    imported alone, too. ``import gymnax`` after this is the whole package, as before."""
-    parts = name.split(".")
-    for i in range(1, len(parts)):
-        parent = ".".join(parts[:i])
-        if parent not in sys.modules:
-            _register_empty(parent)
-    return importlib.import_module(name)
-
-
-def _register_empty(name: str) -> None:
-    parent, _, child = name.rpartition(".")
-    if parent:
-        search = sys.modules[parent].__path__
-        spec = importlib.machinery.PathFinder.find_spec(name, search)
-    else:
-        spec = importlib.util.find_spec(name)
-    if spec is None or spec.submodule_search_locations is None:
-        raise ImportError(f"{name} is not a package")
-    module = importlib.util.module_from_spec(spec)
-    state = {"ran": False}
-
-    def __getattr__(attribute: str) -> Any:
-        path = spec.submodule_search_locations
-        if importlib.machinery.PathFinder.find_spec(f"{name}.{attribute}", path) is not None:
-            return importlib.import_module(f"{name}.{attribute}")
-        if state["ran"]:
-            raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
-        state["ran"] = True
-        spec.loader.exec_module(module)  # the package's own __init__, run now
-        return getattr(module, attribute)
-
-    module.__getattr__ = __getattr__
-    sys.modules[name] = module
-    if parent:
-        setattr(sys.modules[parent], child, module)

@@ -33,8 +33,9 @@ with dicts ``{agent: value}``, ``dones["__all__"]`` for the game's end, per-agen
   ``3m`` or ``2s3z``, turned into JaxMARL's scenario), ``pad``, ``agent_ids``, ``world_state``
   and ``max_steps``.
 
-JaxMARL is imported only when an environment is built (``import jaxmarl`` takes seconds: it
-imports every suite).
+JaxMARL is imported only when an environment is built, and then only the module of the game
+asked for (:mod:`~jaxrl_fdg.envs.jaxmarl_imports`): ``import jaxmarl`` imports every suite,
+about 9 s.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ import jax.numpy as jnp
 
 from jaxrl_fdg.envs import spaces
 from jaxrl_fdg.envs.errors import UnknownEnvironmentError, unknown
+from jaxrl_fdg.envs.jaxmarl_imports import jaxmarl_factory
 from jaxrl_fdg.envs.multi_agent import AGENT_DONE, MultiAgentEnvironment
+from jaxrl_fdg.envs.partial_imports import import_alone
 
 WORLD_STATE = "world_state"
 """The key of the global state in a ``world_state=True`` observation (and in SMAX's own)."""
@@ -86,24 +89,16 @@ class JaxMARLEnv(MultiAgentEnvironment[JaxMARLState, JaxMARLParams]):
         world_state: bool = False,
         **kwargs: Any,
     ):
-        jaxmarl = import_jaxmarl()
-        if name not in jaxmarl.registered_envs:
-            raise UnknownEnvironmentError(
-                unknown("JaxMARL environment", name, jaxmarl.registered_envs)
-            )
+        make = jaxmarl_factory(name)
         if map is not None:
-            from jaxmarl.environments.smax import map_name_to_scenario
-
+            smax = import_alone("jaxmarl.environments.smax")
             try:
-                kwargs["scenario"] = map_name_to_scenario(map)
+                kwargs["scenario"] = smax.map_name_to_scenario(map)
             except KeyError:
-                from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
-
-                raise UnknownEnvironmentError(
-                    unknown("SMAX map", map, MAP_NAME_TO_SCENARIO)
-                ) from None
+                scenarios = import_alone("jaxmarl.environments.smax.smax_env").MAP_NAME_TO_SCENARIO
+                raise UnknownEnvironmentError(unknown("SMAX map", map, scenarios)) from None
         try:
-            self.game = jaxmarl.make(name, **kwargs)
+            self.game = make(**kwargs)
         except TypeError as e:
             raise ValueError(f"jaxmarl cannot make {name!r} with {kwargs}: {e}") from None
         self.name = f"jaxmarl-{name}" + (f"-{map}" if map else "")
@@ -205,27 +200,8 @@ class JaxMARLEnv(MultiAgentEnvironment[JaxMARLState, JaxMARLParams]):
         return action[i, : math.prod(space.shape)].reshape(space.shape)
 
 
-def import_jaxmarl() -> Any:
-    """``jaxmarl``, without the lines its import prints about optional submodules.
-
-    Its MABrax module silences Brax's import and then sets ``sys.stdout`` to
-    ``sys.__stdout__`` (not to what it was), so both are replaced while it imports."""
-    import io
-    import sys
-
-    saved = sys.stdout, sys.__stdout__
-    sys.stdout = sys.__stdout__ = io.StringIO()
-    try:
-        import jaxmarl
-    finally:
-        sys.stdout, sys.__stdout__ = saved
-    return jaxmarl
-
-
 def _base_avail_actions() -> Any:
-    from jaxmarl.environments.multi_agent_env import MultiAgentEnv
-
-    return MultiAgentEnv.get_avail_actions
+    return import_alone("jaxmarl.environments.multi_agent_env").MultiAgentEnv.get_avail_actions
 
 
 def _common_observation(observations: list[Any], pad: bool, name: str) -> spaces.Box:

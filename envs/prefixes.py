@@ -164,9 +164,16 @@ def _build_gymnax(env_id: str, overrides: dict[str, Any]) -> tuple[Any, Any]:
 
 def _probe_gymnax() -> None:
     """gymnax's base module alone: ``import gymnax`` imports matplotlib and seaborn."""
-    from jaxrl_fdg.envs.gymnax_imports import import_alone
+    from jaxrl_fdg.envs.partial_imports import import_alone
 
     import_alone("gymnax.environments.environment")
+
+
+def _probe_jaxmarl() -> None:
+    """JaxMARL's base module alone: ``import jaxmarl`` imports every suite it has."""
+    from jaxrl_fdg.envs.partial_imports import import_alone
+
+    import_alone("jaxmarl.environments.multi_agent_env")
 
 
 def _check_prefix(what: str, starts: tuple[str, ...]) -> Callable[[str], None]:
@@ -360,7 +367,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxrl-fdg[jaxmarl]",
         _check_id("jaxmarl/"),
         _maker("jaxmarl_adapter", "make_jaxmarl"),
-        lambda: importlib.import_module("jaxrl_fdg.envs.jaxmarl_adapter").import_jaxmarl(),
+        _probe_jaxmarl,
         jaxmarl_names,
     ),
     Adapter(

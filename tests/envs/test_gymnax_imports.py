@@ -45,7 +45,8 @@ def test_the_table_read_from_gymnax_names_every_builtin_and_its_class():
     out = _run(
         """
 import json
-from jaxrl_fdg.envs.gymnax_imports import _builtin_modules, import_alone
+from jaxrl_fdg.envs.gymnax_imports import _builtin_modules
+from jaxrl_fdg.envs.partial_imports import import_alone
 table = _builtin_modules()
 classes = {i: getattr(import_alone("gymnax.environments." + m), c) for i, (m, c) in table.items()}
 from gymnax import registration
