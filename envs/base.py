@@ -23,7 +23,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import jax
 import jax.numpy as jnp
 
-from jaxrl_fdg import chunks, rng
+from jaxrl_fdg import branch, chunks, rng
 from jaxrl_fdg.envs.spaces import Space
 
 TEnvState = TypeVar("TEnvState")
@@ -289,8 +289,9 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         program holds one batched reset, not one per path: for MJX environments, whose reset is a
         forward pass of the physics, a second copy nearly doubled the step's compile time (a scan of
         Brax's inverted_pendulum at 256 environments here: 73 s with it, 43 s with the loop; see
-        docs/decisions.md). Under a ``vmap`` of this whole call the branch becomes a select and the
-        loop runs as many chunks as the lane that needs most, which is still correct. An
+        docs/decisions.md). In lanes (a vmap of this whole call) the branch is taken where an
+        episode ended in any lane (:func:`jaxrl_fdg.branch.cond`), and the loop runs as many chunks
+        as the lane that needs most, which is still correct. An
         environment whose restart is a copy (:attr:`auto_reset_copies`) restarts every
         environment and selects, which costs less than either branch. Executed
         eagerly (op by op, outside ``jit``), every environment is reset, so that the operations run
@@ -313,7 +314,7 @@ class Environment(abc.ABC, Generic[TEnvState, TParams]):
         if self.auto_reset_copies or not isinstance(done, jax.core.Tracer):
             return every(key)
         count = jnp.sum(done, dtype=jnp.int32)
-        return jax.lax.cond(count > 0, finished if slots else every, keep, key)
+        return branch.cond(count > 0, finished if slots else every, keep, key)
 
 
 # A batched ``auto_reset_env``: (keys [B], finished states [B], params) -> (states, observations).

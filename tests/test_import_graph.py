@@ -71,9 +71,10 @@ def test_the_parts_import_one_another_without_a_circle(run_time_imports):
 def test_placements_are_written_against_the_core_not_the_run_config(run_time_imports):
     graph = part_graph(run_time_imports)
     assert "config" not in graph["policies"] and "run" not in graph["policies"], graph["policies"]
-    # The core imports only the environments and the leaf modules (errors, rng, plugins).
-    assert graph["core"] <= {"envs", "errors", "rng", "plugins"}, graph["core"]
+    # The core imports only the environments and the leaf modules (errors, rng, branch, plugins).
+    assert graph["core"] <= {"envs", "errors", "rng", "branch", "plugins"}, graph["core"]
     assert graph["rng"] <= {"errors"} and graph["plugins"] <= {"errors"}
+    assert graph["branch"] == set()
 
 
 _BY_ATTRIBUTE = """

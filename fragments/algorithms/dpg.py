@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_fdg import validate
+from jaxrl_fdg import branch, validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.names import BATCH, METRICS, TD_ERROR
 from jaxrl_fdg.fragments import exploration
@@ -200,7 +200,7 @@ def _delayed_actor_step(
     def keep_actor(actor):
         return actor, actor_loss(actor.params)
 
-    return jax.lax.cond(updates % hp.policy_delay == 0, update_actor, keep_actor, actor)
+    return branch.cond(updates % hp.policy_delay == 0, update_actor, keep_actor, actor)
 
 
 def make_check(name: str):

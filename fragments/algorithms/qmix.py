@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_fdg import validate
+from jaxrl_fdg import branch, validate
 from jaxrl_fdg.core.algorithm import Algorithm, AlgorithmContext, AlgorithmSpec, hparam
 from jaxrl_fdg.core.fragment import Fragment, Role, fragment
 from jaxrl_fdg.core.names import (
@@ -245,7 +245,7 @@ def learner(ctx: AlgorithmContext[RecurrentTeamQConfig], team: RecurrentTeamQ) -
             del key
             return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
-        state, metrics = jax.lax.cond(ready, updates, wait, state, key)
+        state, metrics = branch.cond(ready, updates, wait, state, key)
         metrics = jax.tree.map(jnp.mean, metrics)
         state = state._replace(replay=stored)
         return state, {METRICS: {**metrics, "updates": state.updates}}

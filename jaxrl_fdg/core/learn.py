@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import jax
 import jax.numpy as jnp
 
-from jaxrl_fdg import rng
+from jaxrl_fdg import branch, rng
 from jaxrl_fdg.core.cadence import Every, Iteration, Rounds
 from jaxrl_fdg.core.fragment import Fragment, call
 from jaxrl_fdg.core.graph import METRICS, Call, Graph, Node
@@ -129,7 +129,7 @@ class Learn:
             round_states, means = run(round_states)
         else:
             ready = cadence.when.fn(self.edges(cadence.when.reads, outer, self.carried))
-            round_states, means = jax.lax.cond(ready, run, skip, round_states)
+            round_states, means = branch.cond(ready, run, skip, round_states)
         self.states = {**outer, **round_states}
         metrics = {k: means[i] for i, k in enumerate(names)}
         # The primary learner's rounds are "updates"; others' are named after the call whose
@@ -162,7 +162,7 @@ class Learn:
         when = node.cadence.when
         if when is not None:
             ran = ran & when.fn(self.edges(when.reads, outer, self.carried))
-        sub, metrics = jax.lax.cond(ran, run, skip, sub)
+        sub, metrics = branch.cond(ran, run, skip, sub)
         self.states = {**outer, **sub}
         for name in members:
             metrics[f"{name}/{RUNS}"] = ran.astype(jnp.float32)

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_fdg import branch
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState, Metrics
 from jaxrl_fdg.policies.base import (
@@ -103,7 +104,7 @@ class _Lanes:
         if self._values:
             self._lanes = lambda method, *axes: _swept(build, method, *axes)
         else:
-            self._lanes = lambda method, *axes: _unswept(jax.vmap(method(loop), *axes))
+            self._lanes = lambda method, *axes: _unswept(branch.vmap(method(loop), *axes))
         # The iteration counter is one for all lanes, which advance together: kept unbatched,
         # a periodic node's condition on it stays a branch (a batched one would run both).
         self._init = self._lanes(lambda lane: lane.init, 0, _STATE)
@@ -197,7 +198,7 @@ def _swept(build: Builder, method: Callable, in_axes=0, out_axes=0) -> Callable:
         return method(build(lane_values))(*args)
 
     axes = (0, *in_axes) if isinstance(in_axes, tuple) else 0
-    return jax.vmap(per_lane, in_axes=axes, out_axes=out_axes)
+    return branch.vmap(per_lane, in_axes=axes, out_axes=out_axes)
 
 
 def _unswept(batched: Callable) -> Callable:
