@@ -90,6 +90,11 @@ def _built_class(statement: ast.stmt) -> str | None:
     return call.func.id if plain and isinstance(call.func, ast.Name) else None
 
 
+def probe() -> None:
+    """JaxMARL's base module alone, to tell a JaxMARL that fails to import from a bad name."""
+    import_alone("jaxmarl.environments.multi_agent_env")
+
+
 def import_jaxmarl() -> Any:
     """``jaxmarl``, whole, without the lines its import prints about optional submodules.
 

@@ -169,13 +169,6 @@ def _probe_gymnax() -> None:
     import_alone("gymnax.environments.environment")
 
 
-def _probe_jaxmarl() -> None:
-    """JaxMARL's base module alone: ``import jaxmarl`` imports every suite it has."""
-    from jaxrl_fdg.envs.partial_imports import import_alone
-
-    import_alone("jaxmarl.environments.multi_agent_env")
-
-
 def _check_prefix(what: str, starts: tuple[str, ...]) -> Callable[[str], None]:
     """A check that the id starts as every id of the suite does (XLand-MiniGrid's register
     refuses others; Navix's are all ``Navix-...``)."""
@@ -367,7 +360,7 @@ ADAPTERS: tuple[Adapter, ...] = (
         "jaxrl-fdg[jaxmarl]",
         _check_id("jaxmarl/"),
         _maker("jaxmarl_adapter", "make_jaxmarl"),
-        _probe_jaxmarl,
+        lambda: importlib.import_module("jaxrl_fdg.envs.jaxmarl_imports").probe(),
         jaxmarl_names,
     ),
     Adapter(
