@@ -1214,11 +1214,11 @@ def lanes(r: dict[str, dict]) -> str:
     return (
         f"Lanes (`--num-seeds`) of one vmapped program, each case in a fresh process: {settings}. "
         "Env-steps/s over all lanes, compile apart; peak memory is the process's resident peak on "
-        "a CPU (Python and JAX included), the allocator's peak on a GPU. SAC's lanes: under "
-        "vmap its learner's condition (warmed up, replay ready) is per lane, so the update runs "
-        "as a select in every iteration, the warm-up's included; SAC updates from its 5th "
-        "iteration here, so one lane updates half as often as several do.\n\n"
-        + _table(header, rows)
+        "a CPU (Python and JAX included), the allocator's peak on a GPU. SAC's lanes: its "
+        "learner's condition (warmed up, replay ready) is per lane, and the lanes skip the "
+        "update together while none has warmed up (`jaxrl_fdg.branch.cond`; before 2026-11-29 "
+        "a select ran it in every iteration, the warm-up's included, and several lanes made "
+        "217-286 env-steps/s here). SAC updates from its 5th iteration.\n\n" + _table(header, rows)
     )
 
 
