@@ -25,11 +25,14 @@ def defining_module(package: str, name: str) -> tuple[str, str] | None:
     SimpleSpreadMPE`` in its ``__init__``, then ``from .simple_spread import SimpleSpreadMPE`` in
     ``mpe/__init__.py``: ``("jaxmarl.environments.mpe.simple_spread", "SimpleSpreadMPE")``; an
     ``as`` renames on the way). ``None`` where the name is not imported by a relative import of
-    the package, a file cannot be read, or the chain is longer than 8."""
-    spec = importlib.util.find_spec(package)
+    the package, a file cannot be read, or the chain is longer than 8. Nothing is imported:
+    ``find_spec`` of a dotted name would run its parents' ``__init__``, so only the top package
+    is looked up and the rest of the name is its folders."""
+    top, *inner = package.split(".")
+    spec = importlib.util.find_spec(top)
     if spec is None or not spec.submodule_search_locations:
         return None
-    module, folder = package, Path(spec.submodule_search_locations[0])
+    module, folder = package, Path(spec.submodule_search_locations[0]).joinpath(*inner)
     for _ in range(8):
         try:
             tree = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))

@@ -39,6 +39,8 @@ def test_defining_module_follows_re_exports(tmp_path, monkeypatch):
     assert defining_module("suite", "Gone") is None  # re-exported from a file that is not there
     assert defining_module("suite", "Nowhere") is None
     assert defining_module("not_a_package_here", "Grid") is None
+    assert defining_module("suite.games", "Grid") == ("suite.games.grid.world", "Grid")
+    assert "suite" not in sys.modules  # read, never imported: not even the top package
 
 
 _MAKE_THEN_IMPORT = f"""
