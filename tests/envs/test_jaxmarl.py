@@ -111,6 +111,7 @@ def test_agent_ids_widen_each_observation():
     np.testing.assert_array_equal(ts.observation[:, -3:], np.eye(3))
 
 
+@pytest.mark.full  # with the other check-env tests (tests/envs/test_check.py)
 def test_check_env_checks_a_game_through_its_joint_spaces():
     from jaxrl_fdg.envs import check
 
@@ -160,9 +161,9 @@ def test_env_steps_count_games_and_evaluation_plays_the_team(ippo_run):
         assert np.mean(each) == pytest.approx(r["episode_return"], rel=1e-5)
 
 
-def test_ippo_is_the_same_in_every_fusion_mode_and_over_seed_lanes():
+def test_a_seed_lane_of_ippo_is_its_run_alone():
+    # IPPO's fusion modes are swept with every algorithm's (tests/policies/test_fusion.py).
     config = rl.TrainConfig(algo="ippo", **TINY)
-    testing.assert_modes_agree(config, modes=("step", "scan"))
     lanes = rl.train(config.replace(num_seeds=2))
     alone = rl.train(config.replace(seed=1))
     # A lane of a vmapped program rounds its last bits as it may (tests/policies/test_replication).

@@ -97,10 +97,12 @@ def test_craftax_overrides():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["Craftax-Classic-Pixels-v1", "Craftax-Pixels-v1"])
-def test_craftax_pixels_observations_match_their_space(env_id):
+def test_craftax_pixels_observations_match_their_space():
+    # Classic's Pixels id. Craftax-Pixels-v1 takes the same path through the adapter (Craftax's
+    # own reset and observation_space); building it in a fresh install processes full Craftax's
+    # textures first, 90 s of the slow tier, where Classic's take 20 s.
     pytest.importorskip("craftax")
-    env, params = envs.make(f"craftax/{env_id}")
+    env, params = envs.make("craftax/Craftax-Classic-Pixels-v1")
     shapes = check_reset(env, params)
     assert shapes.observation.ndim == 3 and shapes.observation.shape[-1] == 3
 

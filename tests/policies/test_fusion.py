@@ -27,10 +27,11 @@ SWEPT = (
     "pqn-qmix",
 )
 # Eager mode (slow tier) runs an algorithm's fragments op by op, each new op compiled on first
-# use: 20 s to 3.5 min an algorithm. Of the multi-agent entries IPPO and QMIX run eagerly; the
-# others add no code of their own to an eager run: MAPPO is IPPO's program on a dict
-# observation, VDN is QMIX's learner with a sum for a mixer, and the PQN-trained team values are
-# PQN's learner (swept eagerly) around QMIX's mixer or VDN's sum. Their compiled modes are swept.
+# use: 7 to 45 s an algorithm. Of the multi-agent entries IPPO and QMIX (on MPE, conftest.py's
+# EAGER_TINY) run eagerly; the others add no code of their own to an eager run: MAPPO is IPPO's
+# program on a dict observation, VDN is QMIX's learner with a sum for a mixer, and the
+# PQN-trained team values are PQN's learner (swept eagerly) around QMIX's mixer or VDN's sum.
+# Their compiled modes are swept.
 EAGER = tuple(a for a in SWEPT if a not in ("mappo", "vdn", "pqn-vdn", "pqn-qmix"))
 
 

@@ -122,6 +122,7 @@ def test_the_replay_waits_for_its_warm_up_then_updates(tiny_run):
     assert sum(r.get("eval_return") is not None for r in rows) == 2
 
 
+@pytest.mark.full  # three programs on SMAX; the default tier keeps the warm-up and the sweep
 def test_the_target_network_follows_every_period():
     copies = rl.train(
         rl.TrainConfig(algo="qmix", **{**TINY, "hparams": {**HPARAMS, "target_update_period": 1}})
