@@ -20,6 +20,7 @@ _SCRIPT = textwrap.dedent(
     import json
     import jax, numpy as np
     import jaxrl_fdg as rl
+    from jaxrl_fdg import testing
 
     def shared(learner):
         # All of a learner but a replay buffer it holds: each shard's of its own experience.
@@ -37,7 +38,7 @@ _SCRIPT = textwrap.dedent(
         )
         result = rl.train(config)
         leaves = shared(result.state.fragments["learner"])
-        init = jax.jit(rl.build_loop(rl.resolve(config)).init)(jax.random.key(config.seed))
+        init = testing.initial_state(rl.build_loop(rl.resolve(config)), jax.random.key(config.seed))
         report[algo] = {{
             "spread": max(float(np.max(np.abs(x[0] - x[1]))) for x in leaves),
             "moved": max(

@@ -226,7 +226,7 @@ def test_settings_that_cannot_run_without_sharing_are_refused():
 def test_ippo_and_mappo_train_a_network_per_agent(algo):
     config = rl.TrainConfig(algo=algo, **TINY, hparams={**TINY_HP, "share_parameters": False})
     resolved = rl.resolve(config)
-    start = jax.jit(rl.build_loop(resolved).init)(jax.random.key(config.seed))
+    start = testing.initial_state(rl.build_loop(resolved), jax.random.key(config.seed))
     result = rl.train(config)
     assert all(np.isfinite(np.asarray(result.metrics[k])).all() for k in ("loss", "entropy"))
     before = start.fragments["learner"].params
