@@ -91,7 +91,11 @@ class Checkpointer:
         options = self._ocp.CheckpointManagerOptions(
             max_to_keep=self.keep, create=True, enable_async_checkpointing=False
         )
-        return self._ocp.CheckpointManager(self.directory, options=options)
+        # The manager reads every checkpoint's metadata as it starts, and logs an ERROR for
+        # each it cannot parse (a write cut short): candidates() names those checkpoints in
+        # one warning and skips them.
+        with quiet.orbax_logs():
+            return self._ocp.CheckpointManager(self.directory, options=options)
 
     def save(self, state: LoopState) -> int:
         """Write ``state`` (blocking until it is on disk); returns the iteration saved."""

@@ -63,6 +63,23 @@ def test_resume_skips_damaged_checkpoints_and_equals_the_uninterrupted_run(
         assert summary["steps_per_s"] == pytest.approx(summary["env_steps"] / summary["run_s"])
 
 
+def test_a_checkpoint_cut_short_everywhere_costs_one_warning_and_no_library_log(
+    reference, tmp_path, capsys, caplog
+):
+    # Every file of the newest checkpoint cut short, orbax's own metadata included: orbax's
+    # manager logged an ERROR for each metadata file it could not parse as it started, before
+    # the resume's own warning; a resume refused by another's lock printed it too.
+    run = copy_run(reference[0], tmp_path / "r")
+    for f in (run / "checkpoints" / "12").rglob("*"):
+        if f.is_file() and f.stat().st_size > 64:
+            f.write_bytes(f.read_bytes()[:64])
+    caplog.set_level("INFO")
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped checkpoint 12 (" in err and "using iteration 8" in err
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+
+
 def test_evaluate_skips_a_damaged_checkpoint_and_names_the_ones_there(reference, tmp_path, capsys):
     run = copy_run(reference[0], tmp_path / "r")
     _truncate_latest(run / "checkpoints")
