@@ -29,7 +29,7 @@ from jaxrl_fdg.core.algorithm import AlgorithmSpec
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.step import StepCall, open_streams, step_body
 from jaxrl_fdg.core.types import LoopState
-from jaxrl_fdg.policies.compiling import RUN_ONCE_OPTIONS
+from jaxrl_fdg.policies.compiling import RUN_ONCE_OPTIONS, compile_with
 from jaxrl_fdg.run import RunResult, train
 
 # The compiled fusion modes (eager runs op by op: too slow for most tests).
@@ -159,7 +159,7 @@ def initial_state(loop: Loop, key: jax.Array) -> LoopState:
     """``loop.init(key)``, compiled with the options the fusion modes compile ``init`` with
     (:data:`~jaxrl_fdg.policies.compiling.RUN_ONCE_OPTIONS`, no LLVM optimisation): a program
     that runs once compiles in about a quarter of the time a plain ``jax.jit`` takes."""
-    return jax.jit(loop.init).lower(key).compile(compiler_options=RUN_ONCE_OPTIONS)(key)
+    return compile_with(jax.jit(loop.init).lower(key), RUN_ONCE_OPTIONS)(key)
 
 
 def first_call(loop: Loop, state: LoopState, key: jax.Array) -> StepCall:
