@@ -89,7 +89,7 @@ TINY = {
 # arrays stored with the sequences and applied to Q-values by the same ops in every mode (eager
 # mode adds nothing around them), and QMIX on SMAX, masks and all, is swept under every compiled
 # mode in the default tier.
-EAGER_TINY = {**TINY, "qmix": dict(env="jaxmarl/MPE_simple_spread_v3", hparams=_RECURRENT_TEAM)}
+EAGER_TINY = {**TINY, "qmix": TINY["vdn"]}
 
 
 class _Messages(logging.Handler):
