@@ -738,6 +738,38 @@ def env_adapters(r: dict[str, dict]) -> str:
 ENV_CRAFTAX = "Craftax-Classic-Symbolic-v1"
 
 
+def run_options(r: dict[str, dict]) -> str:
+    report = r["run_options.json"]
+    rows = []
+    for family, options in report["results"].items():
+        for name, x in options.items():
+            setting = ", ".join(f"`{k}={v}`" for k, v in x["options"].items())
+            if "error" in x:
+                rows.append([f"`{family}`", name, setting, "—", "—", x["error"], "—"])
+                continue
+            us, up = x["us_per_iteration"], x["speedup"]
+            rows.append(
+                [
+                    f"`{family}`",
+                    name,
+                    setting,
+                    _s(us["plain"], ".0f"),
+                    _s(us["optioned"], ".0f"),
+                    f"{up['median']:.3f} [{up['min']:.2f}, {up['max']:.2f}]",
+                    "same" if x["same_bits"] else "changed",
+                ]
+            )
+    return (
+        f"The steady-state chunk of the hand-written pairs, compiled with each XLA:CPU option set "
+        f"and without, {report['config']['runs']} alternating runs each; speedup is plain over "
+        "optioned (above 1, the option is faster), bits compare the state after the chunk.\n\n"
+        + _table(
+            ["family", "options", "setting", "plain µs/it", "optioned µs/it", "speedup", "bits"],
+            rows,
+        )
+    )
+
+
 def _side_by_side_row(where: str, label: str, x: dict) -> list[str]:
     """One side of a benchmark beside another project's script: compile and run seconds,
     env-steps/s over all seeds, and the mean final return with its interval."""

@@ -173,6 +173,12 @@ def pages() -> tuple[Page, ...]:
                     "python benchmarks/handwritten_pairs.py",
                 ),
                 Section(
+                    "The same steady state under XLA:CPU's options",
+                    ("run_options.json",),
+                    tables.run_options,
+                    "python benchmarks/run_options.py",
+                ),
+                Section(
                     "Every algorithm under every mode",
                     ("algorithms.json",),
                     tables.algorithms,

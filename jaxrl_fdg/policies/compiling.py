@@ -164,6 +164,12 @@ def compile_with(lowered: Any, options: dict[str, Any]) -> Any:
                 _unknown_options.add(unknown.group(1))
 
 
+def unknown_options() -> frozenset[str]:
+    """The options :func:`compile_with` has found this jaxlib does not know, and left out."""
+    with _unknown_lock:
+        return frozenset(_unknown_options)
+
+
 def compile_workers() -> int:
     """Threads compiling at once: one per two usable cores (XLA:CPU spreads one compile over
     about two), and at least two, so that ``init``'s compile (short, and mostly on one core)
