@@ -87,8 +87,8 @@ TINY = {
 # Eager mode runs SMAX's step op by op too: QMIX on 3m took two minutes of the slow tier, against
 # 45 s for IPPO on MPE. Its eager run plays MPE, as VDN's compiled sweep does. Action masks are
 # arrays stored with the sequences and applied to Q-values by the same ops in every mode (eager
-# mode adds nothing around them), and QMIX on SMAX, masks and all, is swept under every compiled
-# mode in the default tier.
+# mode adds nothing around them), and QMIX on SMAX, masks and all, is swept under step and scan
+# in the default tier and under every compiled mode in the full tier (MIDDLE_MODES_IN_FULL).
 EAGER_TINY = {**TINY, "qmix": TINY["vdn"]}
 
 
@@ -164,7 +164,7 @@ BIT_EXACT = {"ppo", "ppo_gru", "a2c", "dqn", "c51", "pqn"}
 # test_checkpoint).
 # MAPPO is IPPO's program with a dict observation and the critic on its world state, VDN is QMIX's
 # with a sum for a mixer, and PQN-trained QMIX is PQN's learner around QMIX's mixer: IPPO's and
-# QMIX's sweeps are the default tier's.
+# QMIX's sweeps are the default tier's (QMIX's in step and scan: MIDDLE_MODES_IN_FULL).
 COMPILED_SLOW = (
     "a2c",
     "c51",
@@ -203,11 +203,41 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("eager_algo", eager_params(eager), scope="module")
 
 
+class _ModeRuns(dict):
+    """``algo``'s run in each compiled mode, made when a test first asks for that mode."""
+
+    def __init__(self, algo):
+        super().__init__()
+        self.algo = algo
+
+    def __missing__(self, mode):
+        self[mode] = _run(self.algo, mode)
+        return self[mode]
+
+
 @pytest.fixture(scope="module")
 def results(algo):
-    """One run per compiled mode of ``algo``: ``{mode: (state, metrics, late compiles, their
-    messages)}``."""
-    return {mode: _run(algo, mode) for mode in rl.FUSION_MODES if mode != "eager"}
+    """One run per compiled mode of ``algo``, each made on first use: ``{mode: (state, metrics,
+    late compiles, their messages)}``."""
+    return _ModeRuns(algo)
+
+
+# Every compiled mode compiles QMIX's SMAX step anew (8-12 s a mode alone, its whole sweep about
+# a minute of the loaded default tier, the tier's dearest). The default tier compares its step
+# mode with scan, the two ends of the range; its fragment and iteration modes, which split the
+# same programs between those two, are compared in the full tier.
+MIDDLE_MODES_IN_FULL = frozenset({"qmix"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("algo") in MIDDLE_MODES_IN_FULL and params.get("mode") in (
+            "fragment",
+            "iteration",
+        ):
+            item.add_marker(pytest.mark.full)
 
 
 @pytest.fixture(scope="module")

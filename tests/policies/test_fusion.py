@@ -72,9 +72,9 @@ def test_same_metrics_as_scan(sweep, results, mode):
     sweep.same_metrics(results[mode][1], results["scan"][1])
 
 
-def test_same_env_state_and_keys(sweep, results):
-    for mode in COMPILED:
-        sweep.same_keys_and_observations(results[mode][0], results["scan"][0])
+@pytest.mark.parametrize("mode", COMPILED)
+def test_same_env_state_and_keys(sweep, results, mode):
+    sweep.same_keys_and_observations(results[mode][0], results["scan"][0])
 
 
 @pytest.mark.parametrize("mode", ["step", "fragment", "iteration", "scan"])
