@@ -1,4 +1,4 @@
-"""JAX's persistent compilation cache, on by default for training runs.
+"""JAX's persistent compilation cache, on by default for training runs and their evaluations.
 
 XLA compilation is about half the wall time of a short run (3 s of compile against 3 s of running
 for the default PPO on two CPU cores), and it is the same work every time the same configuration

@@ -21,7 +21,7 @@ from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError, warn
 from jaxrl_fdg.profiling import Timings
-from jaxrl_fdg.run import memory
+from jaxrl_fdg.run import compile_cache, memory
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer
@@ -111,7 +111,12 @@ def evaluate(
     policy on ``episodes`` fresh environments (default: the run's ``eval_episodes``), with the
     same keys as the run's own evaluation at that iteration. Writes ``evaluation.json`` into the
     run folder and returns what it holds; with ``video``, also a video of the policy's episodes
-    (:mod:`jaxrl_fdg.run.video`), whose path the result names under ``"video"``."""
+    (:mod:`jaxrl_fdg.run.video`), whose path the result names under ``"video"``.
+
+    The evaluation program is the same for every checkpoint of a run and every run of its
+    configuration: where the run kept ``compile_cache`` on, JAX's persistent compilation cache
+    (:mod:`~jaxrl_fdg.run.compile_cache`) is turned on as training turns it on, and a second
+    evaluation loads the program instead of compiling it."""
     folder = RunFolder.open(run_dir)
     checkpoints = folder.path / CHECKPOINTS
     if not checkpoints.is_dir():
@@ -137,6 +142,8 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec, video) -> dict[str, 
             source = str(folder.path / "config.toml")
             mapping = load(source)
         config = from_mapping(mapping, source=source).replace(out=None, progress=False)
+        if config.compile_cache:  # as the run had it: every evaluation of it is one program
+            compile_cache.enable()
         if episodes is not None:
             config = config.replace(eval_episodes=episodes)
         resolved = resolve(config, spec)

@@ -1,6 +1,6 @@
 """JAX's persistent compilation cache (``jaxrl_fdg.run.compile_cache``): on in the user cache
 directory unless a cache is configured already or switched off, which are left as they are;
-``compile_cache = false`` leaves JAX alone."""
+``compile_cache = false`` leaves JAX alone, in training and in the run's evaluations."""
 
 from pathlib import Path
 
@@ -50,6 +50,7 @@ def test_a_cache_switched_off_stays_off(jax_options, tmp_path):
     assert jax.config.jax_compilation_cache_dir is None
 
 
-def test_no_compile_cache_leaves_jax_alone(tiny, monkeypatch):
+def test_no_compile_cache_leaves_jax_alone(tiny, monkeypatch, tmp_path):
     monkeypatch.setattr(compile_cache, "enable", lambda: pytest.fail("enable() was called"))
-    rl.train(tiny.replace(compile_cache=False))
+    rl.train(tiny.replace(compile_cache=False, out=str(tmp_path), run_name="r"))
+    rl.evaluate(tmp_path / "r")  # as the run had it

@@ -8,6 +8,7 @@ import pytest
 
 import jaxrl_fdg as rl
 from jaxrl_fdg import testing
+from jaxrl_fdg.run import compile_cache
 
 DQN = rl.TrainConfig(
     algo="dqn",
@@ -39,10 +40,14 @@ def test_evaluation_changes_nothing_and_is_the_same_in_every_mode(tmp_path):
     assert header.endswith("eval_return,eval_return_std,eval_length")
 
 
-def test_evaluate_command_reproduces_the_runs_last_evaluation(tmp_path):
+def test_evaluate_command_reproduces_the_runs_last_evaluation(tmp_path, monkeypatch):
     rl.train(DQN.replace(out=str(tmp_path), run_name="r"))
     last = _rows(tmp_path / "r")[-1]
+    # The run kept the compilation cache on, so its evaluation turns it on too.
+    enabled = []
+    monkeypatch.setattr(compile_cache, "enable", lambda: enabled.append(True))
     result = rl.evaluate(tmp_path / "r")
+    assert enabled == [True]
     assert result["iteration"] == 8 and result["episodes"] == 5
     assert result["eval_return"] == pytest.approx(last["eval_return"], rel=1e-6)
     saved = json.loads((tmp_path / "r" / "evaluation.json").read_text())
