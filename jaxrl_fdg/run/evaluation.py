@@ -20,8 +20,9 @@ from jaxrl_fdg.core.loop import iterations_done
 from jaxrl_fdg.core.record import Loop
 from jaxrl_fdg.core.types import LoopState
 from jaxrl_fdg.errors import ConfigError, warn
+from jaxrl_fdg.policies.exported import Exported
 from jaxrl_fdg.profiling import Timings
-from jaxrl_fdg.run import compile_cache, memory
+from jaxrl_fdg.run import compile_cache, executables, memory
 from jaxrl_fdg.run.build import build_loop
 from jaxrl_fdg.run.checkpoint import FOLDER as CHECKPOINTS
 from jaxrl_fdg.run.checkpoint import Checkpointer
@@ -70,25 +71,46 @@ def evaluation_function(
 
 
 def evaluation_program(
-    resolved: Resolved, loop: Loop, state: LoopState, timings: Timings
+    resolved: Resolved, loop: Loop, state: LoopState, timings: Timings, exported: bool = False
 ) -> tuple[Callable[[LoopState, int], Any], Any]:
     """``(state, iteration) -> evaluation metrics`` (on the device): :func:`evaluation_function`
     compiled ahead of time for the shapes of ``state`` (shapes alone, so that a restored state,
     whose arrays orbax commits to their device, gives the program a training run compiled), and
-    the compiled program itself."""
+    the compiled program itself.
+
+    With ``exported``, the program is compiled from its StableHLO
+    (:class:`~jaxrl_fdg.policies.exported.Exported`), as a training run that fills or reads the
+    executable cache compiles its evaluation: the same program then, which JAX's persistent
+    cache holds from the run (:func:`compiled_as_exported`)."""
     run, keys = evaluation_function(resolved, loop)
     shapes = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=jax.typeof(x).weak_type),
         state.fragments,
     )
     with timings.scope("compile:evaluate", always=True):
-        program = jax.jit(run).lower(shapes, keys(0)).compile()
+        fn, args = run, (shapes, keys(0))
+        if exported:
+            try:
+                program = Exported.of(fn, args)
+                fn, args = program.function(), program.args
+            except Exception:  # what jax.export refuses, the run compiled as it is too
+                pass
+        program = jax.jit(fn).lower(*args).compile()
 
     def evaluate(state: LoopState, iteration: int):
         with timings.scope("evaluate"):
             return program(state.fragments, keys(iteration))
 
     return evaluate, program
+
+
+def compiled_as_exported(resolved: Resolved, loop: Loop) -> bool:
+    """Whether the run of ``resolved`` compiled its programs from their StableHLO: a run whose
+    mode takes its programs from the executable cache (:mod:`jaxrl_fdg.run.executables`)
+    exports each program as it traces it, and runs what it exported."""
+    config = resolved.config
+    plan = resolved.placement.plan(config.fusion, loop, Timings("off"), config.boundary_every)
+    return plan.cacheable and not config.debug_nans and executables.for_run(resolved) is not None
 
 
 class Video(NamedTuple):
@@ -156,7 +178,8 @@ def _evaluate(folder: RunFolder, episodes, iteration, spec, video) -> dict[str, 
         state = checkpointer.restore(like, iteration)
     finally:
         checkpointer.close()
-    program, compiled = evaluation_program(resolved, loop, state, Timings("off"))
+    exported = compiled_as_exported(resolved, loop)
+    program, compiled = evaluation_program(resolved, loop, state, Timings("off"), exported)
     reduce = f"reduce --episodes ({config.eval_episodes:,})"
     memory.check_programs(resolved, {"evaluate": compiled}, state, reduce, "the evaluation")
     done = iterations_done(state)

@@ -162,6 +162,20 @@ def test_an_executable_xla_did_not_compile_here_is_not_kept(
     assert_same_state(first.state, second.state)
 
 
+def test_evaluate_after_a_run_loads_the_evaluation_program_the_run_compiled(
+    cache, tiny, fresh_jax_cache, tmp_path
+):
+    # A run the executable cache holds compiles its evaluation from the StableHLO it exported;
+    # evaluate compiles that same program, so JAX's persistent cache answers it.
+    config = tiny.replace(eval_every=32, eval_episodes=2, out=str(tmp_path / "runs"))
+    trained = rl.train(config.replace(run_name="r"))
+    assert trained.summary["executables"] == "stored"
+    before = sorted(p.name for p in (tmp_path / "xla").iterdir())
+    result = rl.evaluate(tmp_path / "runs" / "r")
+    assert sorted(p.name for p in (tmp_path / "xla").iterdir()) == before
+    assert result["iteration"] == 3 and result["episodes"] == 2
+
+
 def test_only_a_run_the_cache_misses_checks_its_environment(cache, tiny, monkeypatch):
     from jaxrl_fdg.run import runner
 
