@@ -109,8 +109,10 @@ def compiled_as_exported(resolved: Resolved, loop: Loop) -> bool:
     mode takes its programs from the executable cache (:mod:`jaxrl_fdg.run.executables`)
     exports each program as it traces it, and runs what it exported."""
     config = resolved.config
+    if config.debug_nans or executables.for_run(resolved) is None:
+        return False
     plan = resolved.placement.plan(config.fusion, loop, Timings("off"), config.boundary_every)
-    return plan.cacheable and not config.debug_nans and executables.for_run(resolved) is not None
+    return plan.cacheable
 
 
 class Video(NamedTuple):
@@ -137,8 +139,10 @@ def evaluate(
 
     The evaluation program is the same for every checkpoint of a run and every run of its
     configuration: where the run kept ``compile_cache`` on, JAX's persistent compilation cache
-    (:mod:`~jaxrl_fdg.run.compile_cache`) is turned on as training turns it on, and a second
-    evaluation loads the program instead of compiling it."""
+    (:mod:`~jaxrl_fdg.run.compile_cache`) is turned on as training turns it on, and the program
+    is compiled as the run compiled its own evaluation (:func:`compiled_as_exported`). So the
+    first evaluation of a run that evaluated while it trained loads the program the run
+    compiled, and any evaluation after the first loads its own."""
     folder = RunFolder.open(run_dir)
     checkpoints = folder.path / CHECKPOINTS
     if not checkpoints.is_dir():

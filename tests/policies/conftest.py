@@ -5,6 +5,7 @@ module's ``SWEPT``) and the comparisons (fixture ``sweep``)."""
 
 import logging
 from importlib.util import find_spec
+from pathlib import Path
 from types import SimpleNamespace
 
 import jax
@@ -227,11 +228,14 @@ def results(algo):
 # mode with scan, the two ends of the range; its fragment and iteration modes, which split the
 # same programs between those two, are compared in the full tier.
 MIDDLE_MODES_IN_FULL = frozenset({"qmix"})
+HERE = Path(__file__).parent
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(items):
     for item in items:
+        if item.path.parent != HERE:  # the hook sees the whole session's tests
+            continue
         params = getattr(getattr(item, "callspec", None), "params", {})
         if params.get("algo") in MIDDLE_MODES_IN_FULL and params.get("mode") in (
             "fragment",
