@@ -41,6 +41,7 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -103,9 +104,10 @@ STEADY = {
 }
 
 
-def steady_state(family: str, runs: int, seed: int) -> dict:
-    """µs per iteration of ours and the baseline past the warm-up, medians of ``runs`` alternating
-    runs."""
+def steady_chunk(family: str, seed: int):
+    """Ours in its steady state: a function that runs one compiled ``scan`` chunk of the
+    family's iterations (``STEADY``) from the state past its warm-up, always the same one, and
+    returns the state after it (ready)."""
     setting = STEADY[family]
     n, starts = setting["iterations"], setting["learning_starts"]
     config = dict(FAMILIES[family]["config"])
@@ -126,10 +128,22 @@ def steady_state(family: str, runs: int, seed: int) -> dict:
     state, pending = plan.advance(state, setting["warm"])
     plan.collect(pending)
 
-    def ours() -> None:
+    def chunk() -> Any:
         new, pending = plan.advance(state, n)
         plan.collect(pending)
-        jax.block_until_ready(new)
+        return jax.block_until_ready(new)
+
+    return chunk
+
+
+def steady_state(family: str, runs: int, seed: int) -> dict:
+    """µs per iteration of ours and the baseline past the warm-up, medians of ``runs`` alternating
+    runs."""
+    setting = STEADY[family]
+    n, starts = setting["iterations"], setting["learning_starts"]
+    config = FAMILIES[family]["config"]
+    per_iteration = config["num_envs"] * config["rollout_len"]
+    ours = steady_chunk(family, seed)
 
     # The baseline's scan starts at iteration 0, so its steady state is a difference: the first
     # ``warm + n`` iterations less the first ``warm`` (the same iterations ours skips), of one key.

@@ -31,10 +31,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import cli_args  # noqa: E402
 import handwritten_pairs  # noqa: E402
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
 
-import jaxrl_fdg as rl  # noqa: E402
-from jaxrl_fdg.config import resolve  # noqa: E402
+from jaxrl_fdg import testing  # noqa: E402
 from jaxrl_fdg.policies import compiling  # noqa: E402
 from jaxrl_fdg.profiling import write_report  # noqa: E402
 
@@ -74,49 +72,12 @@ _plain_compile_with = compiling.compile_with
 
 
 def chunk_runner(family: str, options: dict[str, Any]):
-    """``(run, state after one chunk)``: the family's steady-state chunk compiled under
-    ``options``, started from the state past its warm-up."""
-    setting = handwritten_pairs.STEADY[family]
-    n, starts = setting["iterations"], setting["learning_starts"]
-    config = dict(handwritten_pairs.FAMILIES[family]["config"])
-    if starts is not None:
-        config["hparams"] = {**config["hparams"], "learning_starts": starts}
-    per_iteration = config["num_envs"] * config["rollout_len"]
-    config = rl.TrainConfig(
-        **config,
-        fusion="scan",
-        total_steps=(n + setting["warm"]) * per_iteration * 4,
-        seed=0,
-        out=None,
-        progress=False,
-        compile_cache=False,
-    )
+    """``(run, state after one chunk)``: the family's steady-state chunk
+    (``handwritten_pairs.steady_chunk``) compiled under ``options``."""
     _current.clear()
     _current.update(options)
-    plan = rl.make_plan("scan", rl.build_loop(resolve(config)), chunk=n)
-    state = plan.start(jax.random.key(0))
-    state, pending = plan.advance(state, setting["warm"])
-    plan.collect(pending)
-
-    def run() -> Any:
-        new, pending = plan.advance(state, n)
-        plan.collect(pending)
-        return jax.block_until_ready(new)
-
+    run = handwritten_pairs.steady_chunk(family, seed=0)
     return run, run()
-
-
-def _bits(tree: Any) -> list[np.ndarray]:
-    def raw(x: Any) -> np.ndarray:
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            x = jax.random.key_data(x)
-        return np.asarray(x)
-
-    return [raw(x) for x in jax.tree.leaves(tree)]
-
-
-def same_bits(a: Any, b: Any) -> bool:
-    return all(np.array_equal(x, y) for x, y in zip(_bits(a), _bits(b), strict=True))
 
 
 def measure(family: str, names: list[str], runs: int) -> dict:
@@ -145,7 +106,7 @@ def measure(family: str, names: list[str], runs: int) -> dict:
         ratios = [p / o for p, o in zip(seconds["plain"], seconds["optioned"], strict=True)]
         rows[name] = {
             "options": OPTIONS[name],
-            "same_bits": same_bits(reference, state),
+            "same_bits": not testing.differences(reference, state),
             "us_per_iteration": {
                 side: 1e6 * statistics.median(t) / n for side, t in seconds.items()
             },
